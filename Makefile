@@ -1,0 +1,39 @@
+# The two commands a newcomer needs: `make run` and `make test`. Everything else is optional.
+PYTHON ?= python3
+VENV := .venv
+PY := $(VENV)/bin/python
+STAMP := $(VENV)/.installed-$(shell cksum pyproject.toml | cut -d' ' -f1)
+
+.PHONY: run test test-engine bench lint typecheck vendor install clean
+
+install: $(STAMP)
+
+$(STAMP): pyproject.toml
+	@test -x $(PY) || $(PYTHON) -m venv $(VENV)
+	$(PY) -m pip install -q --upgrade pip
+	$(PY) -m pip install -q -e '.[dev]'
+	@rm -f $(VENV)/.installed-*
+	@touch $@
+
+## Start everything: web (daphne), workers (ai, io, default), scheduler, private Redis if REDIS_URL is unset.
+run: install
+	$(PY) scripts/devrun.py run
+
+## The whole suite (starts a private Redis when REDIS_URL is unset).
+test: install
+	$(PY) scripts/devrun.py with-redis -- $(PY) -m pytest $(PYTEST_ARGS)
+
+## The engine suite only (unit + integration, no browser).
+test-engine: install
+	$(PY) scripts/devrun.py with-redis -- $(PY) -m pytest tests/engine tests/workflows $(PYTEST_ARGS)
+
+## Benchmarks: one JSON line per workload.
+bench: install
+	$(PY) scripts/devrun.py with-redis -- $(PY) -m bench
+
+lint: install
+	$(VENV)/bin/ruff check .
+	$(VENV)/bin/mypy workflows dashboard
+
+clean:
+	rm -rf var/*.sqlite3* var/redis var/redis.sock

@@ -1,0 +1,173 @@
+"""Steadyflow settings. Everything that differs between machines comes from the environment."""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+import dj_database_url
+from django.core.exceptions import ImproperlyConfigured
+
+from dashboard.env import env_bool, env_float, env_int, env_list, env_str, env_url
+
+BASE_DIR = Path(__file__).resolve().parent.parent
+VAR_DIR = Path(env_str("STEADYFLOW_VAR_DIR", str(BASE_DIR / "var")))
+
+DEBUG = env_bool("DEBUG", False)
+SECRET_KEY = env_str("SECRET_KEY", "")
+if not SECRET_KEY:
+    if not DEBUG and env_bool("STEADYFLOW_REQUIRE_SECRET_KEY", False):
+        raise ImproperlyConfigured("SECRET_KEY must be set")
+    # A development fallback: the dev runner sets DEBUG, production sets SECRET_KEY.
+    SECRET_KEY = "steadyflow-insecure-development-key-change-me"  # noqa: S105
+ALLOWED_HOSTS = env_list("ALLOWED_HOSTS", ["localhost", "127.0.0.1", "[::1]"])
+CSRF_TRUSTED_ORIGINS = env_list("CSRF_TRUSTED_ORIGINS", [])
+
+INSTALLED_APPS = [
+    "daphne",
+    "django.contrib.admin",
+    "django.contrib.auth",
+    "django.contrib.contenttypes",
+    "django.contrib.sessions",
+    "django.contrib.messages",
+    "django.contrib.staticfiles",
+    "channels",
+    "django_rq",
+    "workflows",
+    "dashboard",
+]
+
+MIDDLEWARE = [
+    "django.middleware.security.SecurityMiddleware",
+    "django.contrib.sessions.middleware.SessionMiddleware",
+    "django.middleware.common.CommonMiddleware",
+    "django.middleware.csrf.CsrfViewMiddleware",
+    "django.contrib.auth.middleware.AuthenticationMiddleware",
+    "django.contrib.messages.middleware.MessageMiddleware",
+    "django.middleware.clickjacking.XFrameOptionsMiddleware",
+]
+
+ROOT_URLCONF = "dashboard.urls"
+ASGI_APPLICATION = "dashboard.asgi.application"
+WSGI_APPLICATION = None
+
+TEMPLATES = [
+    {
+        "BACKEND": "django.template.backends.django.DjangoTemplates",
+        "DIRS": [BASE_DIR / "templates"],
+        "APP_DIRS": True,
+        "OPTIONS": {
+            "context_processors": [
+                "django.template.context_processors.request",
+                "django.contrib.auth.context_processors.auth",
+                "django.contrib.messages.context_processors.messages",
+            ],
+        },
+    },
+]
+
+# --- Database -----------------------------------------------------------------------------------
+# SQLite is the embedded default. WAL plus IMMEDIATE transactions let several worker processes
+# write without "database is locked" (measured in STACK_NOTES: deferred transactions fail ~50%).
+_SQLITE_DEFAULT = f"sqlite:///{VAR_DIR / 'steadyflow.sqlite3'}"
+_database_url = env_url("DATABASE_URL", _SQLITE_DEFAULT, ("sqlite", "postgres", "postgresql", "pgsql"))
+assert _database_url is not None
+try:
+    _db = dj_database_url.parse(_database_url, conn_max_age=600, conn_health_checks=True)
+except Exception as exc:  # dj-database-url raises several kinds for malformed URLs
+    raise ImproperlyConfigured(f"DATABASE_URL={_database_url!r} is not valid: {exc}") from None
+if _db["ENGINE"] == "django.db.backends.sqlite3":
+    _db["OPTIONS"] = {
+        "timeout": 20,
+        "transaction_mode": "IMMEDIATE",
+        "init_command": "PRAGMA journal_mode=WAL; PRAGMA synchronous=NORMAL;",
+    }
+    # Worker processes started by tests must see the test database, so it is a file, not :memory:.
+    _db["TEST"] = {"NAME": str(VAR_DIR / "test.sqlite3")}
+    _db["CONN_MAX_AGE"] = 0 if env_bool("STEADYFLOW_SQLITE_NO_PERSIST", False) else 600
+else:
+    # A persistent connection matters on the hot path: reconnecting costs ~8 ms a step.
+    _db.setdefault("OPTIONS", {})
+DATABASES = {"default": _db}
+DEFAULT_AUTO_FIELD = "django.db.models.BigAutoField"
+
+# --- Redis: queues and the channel layer only; losing it loses no workflow state ----------------
+REDIS_URL = env_url("REDIS_URL", f"unix://{VAR_DIR / 'redis.sock'}", ("redis", "rediss", "unix"))
+assert REDIS_URL is not None
+
+RQ_QUEUES = {
+    name: {"URL": REDIS_URL, "DEFAULT_TIMEOUT": -1}
+    for name in ("ai", "io", "default")
+}
+
+CHANNEL_LAYERS = {
+    "default": {
+        "BACKEND": "channels_redis.core.RedisChannelLayer",
+        # redis-py 8 defaults socket_timeout to 5 s, which kills idle consumers (STACK_NOTES).
+        "CONFIG": {"hosts": [{"address": REDIS_URL, "socket_timeout": None}]},
+    }
+}
+
+# --- Auth ---------------------------------------------------------------------------------------
+AUTH_PASSWORD_VALIDATORS = [
+    {"NAME": "django.contrib.auth.password_validation.MinimumLengthValidator"},
+]
+LOGIN_URL = "/accounts/login/"
+LOGIN_REDIRECT_URL = "/"
+LOGOUT_REDIRECT_URL = "/accounts/login/"
+
+LANGUAGE_CODE = "en-us"
+TIME_ZONE = "UTC"
+USE_I18N = True
+USE_TZ = True
+
+STATIC_URL = "static/"
+STATICFILES_DIRS = [BASE_DIR / "static"]
+STATIC_ROOT = VAR_DIR / "staticfiles"
+
+# --- Engine -------------------------------------------------------------------------------------
+STEADYFLOW = {
+    # Guards
+    "DEFAULT_MAX_TRANSITIONS": env_int("STEADYFLOW_MAX_TRANSITIONS", 10, minimum=1),
+    "DEFAULT_TTL_S": env_int("STEADYFLOW_TTL_S", 3600, minimum=1),
+    "DEFAULT_STEP_TIMEOUT_S": env_float("STEADYFLOW_STEP_TIMEOUT_S", 300.0, minimum=0.01),
+    "DEFAULT_MAX_ATTEMPTS": env_int("STEADYFLOW_MAX_ATTEMPTS", 1, minimum=1),
+    # Leases: a claimed step whose worker stops heartbeating is retried after this long.
+    "LEASE_S": env_float("STEADYFLOW_LEASE_S", 30.0, minimum=1.0),
+    # The reconciler re-enqueues a queued step that no queue holds after this long.
+    "REDISPATCH_AFTER_S": env_float("STEADYFLOW_REDISPATCH_AFTER_S", 10.0, minimum=0.5),
+    "SCHEDULER_INTERVAL_S": env_float("STEADYFLOW_SCHEDULER_INTERVAL_S", 0.5, minimum=0.05),
+    # Run a single same-queue successor in the same job (see README, "Inline continuation").
+    "INLINE_CONTINUATION": env_bool("STEADYFLOW_INLINE_CONTINUATION", True),
+    # Outbound HTTP: private and loopback addresses are refused unless allow-listed here.
+    "HTTP_ALLOWLIST": env_list("STEADYFLOW_HTTP_ALLOWLIST", []),
+    # OpenAI-compatible LLM provider
+    "LLM_BASE_URL": env_str("STEADYFLOW_LLM_BASE_URL", "https://api.openai.com/v1"),
+    "LLM_API_KEY": env_str("STEADYFLOW_LLM_API_KEY", ""),
+    "LLM_MAX_IN_FLIGHT": env_int("STEADYFLOW_LLM_MAX_IN_FLIGHT", 500, minimum=1),
+    "LLM_MAX_PER_PROVIDER": env_int("STEADYFLOW_LLM_MAX_PER_PROVIDER", 400, minimum=1),
+    # Payload cap for step outputs and context (bytes of JSON).
+    "MAX_PAYLOAD_BYTES": env_int("STEADYFLOW_MAX_PAYLOAD_BYTES", 1_000_000, minimum=1024),
+    # Live view publishing over Channels
+    "PUBLISH_EVENTS": env_bool("STEADYFLOW_PUBLISH_EVENTS", True),
+    # Small endpoints the examples call when run locally (make run turns them on).
+    "DEMO_ENDPOINTS": env_bool("STEADYFLOW_DEMO_ENDPOINTS", False),
+}
+
+LOG_LEVEL = env_str("LOG_LEVEL", "INFO").upper()
+if LOG_LEVEL not in {"DEBUG", "INFO", "WARNING", "ERROR", "CRITICAL"}:
+    raise ImproperlyConfigured(f"LOG_LEVEL={LOG_LEVEL!r} is not valid: expected DEBUG, INFO, WARNING or ERROR")
+LOGGING = {
+    "version": 1,
+    "disable_existing_loggers": False,
+    "formatters": {"plain": {"format": "%(asctime)s %(levelname)s %(name)s %(message)s"}},
+    "handlers": {"console": {"class": "logging.StreamHandler", "formatter": "plain"}},
+    "root": {"handlers": ["console"], "level": LOG_LEVEL},
+    "loggers": {
+        "rq.worker": {"level": "WARNING"},
+        "daphne": {"level": "WARNING"},
+        "httpx": {"level": "WARNING"},
+    },
+}
+
+os.environ.setdefault("DJANGO_ALLOW_ASYNC_UNSAFE", "false")

@@ -1,0 +1,171 @@
+"""Shared fixtures: real Redis, real worker processes, and helpers to wait for instances.
+
+Worker processes must see the test database, so tests that use them are transactional
+(`transactional_db`): what the test writes is committed, and workers read it through the
+DATABASE_URL built here from the test connection's settings.
+"""
+
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+import sys
+import time
+from collections.abc import Callable, Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+ROOT = Path(__file__).resolve().parent.parent
+
+
+def database_url_for_tests() -> str:
+    from django.db import connection
+
+    settings = connection.settings_dict
+    if settings["ENGINE"].endswith("sqlite3"):
+        return f"sqlite:///{settings['NAME']}"
+    user = settings.get("USER") or "postgres"
+    password = f":{settings['PASSWORD']}" if settings.get("PASSWORD") else ""
+    host = settings.get("HOST") or "127.0.0.1"
+    port = settings.get("PORT") or 5432
+    return f"postgres://{user}{password}@{host}:{port}/{settings['NAME']}"
+
+
+@pytest.fixture
+def redis_conn() -> Iterator[Any]:
+    """The real Redis the queues use, emptied before the test (queues and live groups only)."""
+    import django_rq
+
+    conn = django_rq.get_connection("default")
+    conn.flushdb()
+    yield conn
+
+
+@pytest.fixture
+def worker_env(transactional_db: None, redis_conn: Any) -> dict[str, str]:
+    from django.conf import settings
+
+    env = dict(os.environ)
+    env["DATABASE_URL"] = database_url_for_tests()
+    env["REDIS_URL"] = settings.REDIS_URL
+    env["PYTHONUNBUFFERED"] = "1"
+    env.setdefault("STEADYFLOW_LEASE_S", str(settings.STEADYFLOW["LEASE_S"]))
+    return env
+
+
+class Processes:
+    """Start manage.py processes (workers, scheduler) in their own process groups; stop them all."""
+
+    def __init__(self, env: dict[str, str], tmp_path: Path) -> None:
+        self.env = env
+        self.tmp_path = tmp_path
+        self.procs: list[subprocess.Popen[bytes]] = []
+
+    def start(self, *args: str, env: dict[str, str] | None = None) -> subprocess.Popen[bytes]:
+        log = open(self.tmp_path / f"{'-'.join(args).replace('/', '_')}-{len(self.procs)}.log", "wb")
+        proc = subprocess.Popen([sys.executable, "manage.py", *args], cwd=ROOT, env={**self.env, **(env or {})},
+                                stdout=log, stderr=subprocess.STDOUT, start_new_session=True)
+        self.procs.append(proc)
+        return proc
+
+    def worker(self, *queues: str, burst: bool = False, env: dict[str, str] | None = None) -> subprocess.Popen[bytes]:
+        return self.start("run_worker", *queues, *(["--burst"] if burst else []), env=env)
+
+    def scheduler(self, env: dict[str, str] | None = None) -> subprocess.Popen[bytes]:
+        return self.start("run_scheduler", env=env)
+
+    def all_workers(self) -> None:
+        self.worker("default")
+        self.worker("io")
+        self.worker("ai", *(["--sync"] if os.environ.get("STEADYFLOW_TEST_AI_SYNC") else []))
+        self.scheduler()
+
+    def logs(self) -> str:
+        return "\n".join(f"--- {p.name}\n{p.read_text(errors='replace')[-4000:]}"
+                         for p in sorted(self.tmp_path.glob("*.log")))
+
+    def stop(self) -> None:
+        for proc in self.procs:
+            if proc.poll() is None:
+                try:
+                    os.killpg(proc.pid, signal.SIGTERM)
+                except ProcessLookupError:
+                    pass
+        for proc in self.procs:
+            try:
+                proc.wait(timeout=10)
+            except subprocess.TimeoutExpired:
+                os.killpg(proc.pid, signal.SIGKILL)
+                proc.wait()
+
+
+@pytest.fixture
+def processes(worker_env: dict[str, str], tmp_path: Path, request: Any) -> Iterator[Processes]:
+    procs = Processes(worker_env, tmp_path)
+    yield procs
+    procs.stop()
+    if getattr(request.node, "rep_call", None) is not None and request.node.rep_call.failed:
+        print(procs.logs())
+
+
+@pytest.hookimpl(hookwrapper=True)
+def pytest_runtest_makereport(item: Any, call: Any) -> Iterator[None]:
+    outcome = yield
+    report = outcome.get_result()
+    setattr(item, f"rep_{report.when}", report)
+
+
+def wait_for(predicate: Callable[[], Any], timeout: float = 30.0, interval: float = 0.05,
+             message: str = "condition") -> Any:
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        value = predicate()
+        if value:
+            return value
+        time.sleep(interval)
+    raise AssertionError(f"timed out after {timeout} s waiting for {message}")
+
+
+def wait_for_status(instance: Any, statuses: set[str] | str, timeout: float = 30.0) -> Any:
+    wanted = {statuses} if isinstance(statuses, str) else set(statuses)
+
+    def settled() -> bool:
+        instance.refresh_from_db()
+        return instance.status in wanted
+
+    try:
+        wait_for(settled, timeout, message=f"instance {instance.pk} to reach {sorted(wanted)}")
+    except AssertionError:
+        raise AssertionError(f"instance {instance.pk} is {instance.status} ({instance.halt_reason}: "
+                             f"{instance.error}), expected {sorted(wanted)}") from None
+    return instance
+
+
+@pytest.fixture
+def make_version(db: None) -> Callable[..., Any]:
+    """Save a graph (validated) as a new version of a definition and return the version."""
+    from workflows.definitions import save_version
+
+    counter = {"n": 0}
+
+    def make(graph: dict[str, Any], slug: str | None = None) -> Any:
+        counter["n"] += 1
+        return save_version(slug or f"test-{counter['n']}", graph)
+
+    return make
+
+
+def chain(*nodes: dict[str, Any], settings: dict[str, Any] | None = None) -> dict[str, Any]:
+    """A graph start -> nodes... -> end with unconditional edges."""
+    all_nodes = [{"id": "start", "type": "start"}, *nodes, {"id": "end", "type": "end"}]
+    ids = [n["id"] for n in all_nodes]
+    graph: dict[str, Any] = {
+        "nodes": all_nodes,
+        "edges": [{"source": a, "target": b} for a, b in zip(ids, ids[1:], strict=False)],
+    }
+    if settings:
+        graph["settings"] = settings
+    return graph

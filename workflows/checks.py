@@ -1,0 +1,23 @@
+"""System checks: configuration mistakes reported by `manage.py check` and at start-up."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from django.conf import settings
+from django.core import checks
+
+
+@checks.register()
+def check_engine_settings(app_configs: Any, **kwargs: Any) -> list[checks.CheckMessage]:
+    messages: list[checks.CheckMessage] = []
+    engine = settings.STEADYFLOW
+    if engine["LEASE_S"] < engine["SCHEDULER_INTERVAL_S"] * 2:
+        messages.append(checks.Warning(
+            "STEADYFLOW_LEASE_S is shorter than two scheduler intervals: live steps may be reclaimed",
+            id="steadyflow.W001"))
+    base = engine["LLM_BASE_URL"]
+    if not base.startswith(("http://", "https://")):
+        messages.append(checks.Error(f"STEADYFLOW_LLM_BASE_URL={base!r} must be an http(s) URL",
+                                     id="steadyflow.E001"))
+    return messages

@@ -1,0 +1,125 @@
+"""The graph JSON as Python objects, with the structural questions the scheduler asks of it.
+
+A Graph is built only from JSON that validation accepted; it is immutable and cached per
+definition version, so workers parse each version once.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from dataclasses import dataclass, field
+from functools import cached_property
+from typing import Any
+
+
+@dataclass(frozen=True)
+class Edge:
+    index: int
+    source: str
+    target: str
+    when: str | None = None
+
+    @property
+    def label(self) -> str:
+        return f"{self.source} -> {self.target}"
+
+
+@dataclass(frozen=True)
+class Node:
+    id: str
+    type: str
+    config: dict[str, Any] = field(default_factory=dict)
+    queue: str | None = None
+    retry: dict[str, Any] = field(default_factory=dict)
+    timeout_s: float | None = None
+    join: str = "all"
+    fallback: dict[str, Any] | None = None
+    compensate: Any = None
+    raw: dict[str, Any] = field(default_factory=dict, compare=False, repr=False)
+
+
+@dataclass(frozen=True)
+class GraphSettings:
+    max_transitions: int | None = None
+    ttl_s: float | None = None
+    max_concurrency: int | None = None
+    budget_usd: float | None = None
+    budget_tokens: int | None = None
+
+
+class Graph:
+    def __init__(self, nodes: Iterable[Node], edges: Iterable[Edge], settings: GraphSettings) -> None:
+        self.nodes: dict[str, Node] = {node.id: node for node in nodes}
+        self.edges: list[Edge] = list(edges)
+        self.settings = settings
+        self._out: dict[str, list[Edge]] = {node_id: [] for node_id in self.nodes}
+        self._in: dict[str, list[Edge]] = {node_id: [] for node_id in self.nodes}
+        for edge in self.edges:
+            self._out.setdefault(edge.source, []).append(edge)
+            self._in.setdefault(edge.target, []).append(edge)
+
+    @classmethod
+    def from_json(cls, data: dict[str, Any]) -> Graph:
+        nodes = [
+            Node(
+                id=raw["id"],
+                type=raw["type"],
+                config=dict(raw.get("config") or {}),
+                queue=raw.get("queue"),
+                retry=dict(raw.get("retry") or {}),
+                timeout_s=raw.get("timeout_s"),
+                join=raw.get("join", "all"),
+                fallback=raw.get("fallback"),
+                compensate=raw.get("compensate"),
+                raw=raw,
+            )
+            for raw in data.get("nodes", [])
+        ]
+        edges = [
+            Edge(index=i, source=raw["source"], target=raw["target"], when=raw.get("when") or None)
+            for i, raw in enumerate(data.get("edges", []))
+        ]
+        raw_settings = data.get("settings") or {}
+        settings = GraphSettings(
+            max_transitions=raw_settings.get("max_transitions"),
+            ttl_s=raw_settings.get("ttl_s"),
+            max_concurrency=raw_settings.get("max_concurrency"),
+            budget_usd=raw_settings.get("budget_usd"),
+            budget_tokens=raw_settings.get("budget_tokens"),
+        )
+        return cls(nodes, edges, settings)
+
+    def outgoing(self, node_id: str) -> list[Edge]:
+        return self._out.get(node_id, [])
+
+    def incoming(self, node_id: str) -> list[Edge]:
+        return self._in.get(node_id, [])
+
+    @cached_property
+    def start_node(self) -> str:
+        return next(node.id for node in self.nodes.values() if node.type == "start")
+
+    def reachable_from(self, node_id: str) -> set[str]:
+        seen: set[str] = set()
+        stack = [edge.target for edge in self.outgoing(node_id)]
+        while stack:
+            current = stack.pop()
+            if current in seen:
+                continue
+            seen.add(current)
+            stack.extend(edge.target for edge in self.outgoing(current))
+        return seen
+
+    @cached_property
+    def _reach(self) -> dict[str, set[str]]:
+        return {node_id: self.reachable_from(node_id) for node_id in self.nodes}
+
+    def is_back_edge(self, edge: Edge) -> bool:
+        """An edge closing a cycle: its source is downstream of its target.
+
+        Back edges re-activate their target on their own; only forward edges take part in a join.
+        """
+        return edge.source in self._reach[edge.target]
+
+    def forward_incoming(self, node_id: str) -> list[Edge]:
+        return [edge for edge in self.incoming(node_id) if not self.is_back_edge(edge)]

@@ -1,0 +1,86 @@
+"""What every node kind is: a name, a default queue, a JSON Schema for its config, and a handler."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from datetime import datetime
+from typing import Any, ClassVar
+
+from workflows.engine.errors import GraphIssue
+from workflows.engine.graph import Graph, Node
+
+
+@dataclass(frozen=True)
+class EngineConfig:
+    """The settings node handlers may read (passed in, so the engine never imports Django settings)."""
+
+    http_allowlist: tuple[str, ...] = ()
+    llm_base_url: str = "https://api.openai.com/v1"
+    llm_api_key: str = ""
+    llm_prices: Mapping[str, Mapping[str, float]] = field(default_factory=dict)
+    default_timeout_s: float = 300.0
+
+
+@dataclass
+class StepCall:
+    """Everything a handler gets for one attempt of one step."""
+
+    node: Node
+    config: dict[str, Any]  # templates already rendered
+    context: dict[str, Any]
+    steps: Mapping[str, Any]
+    start_input: dict[str, Any]
+    instance_id: int
+    visit: int
+    attempt: int
+    idempotency_key: str
+    trace_id: str
+    now: datetime
+    activated_at: datetime
+    engine: EngineConfig
+    call_index: int = 0  # how many calls this node made earlier in this instance (scripted LLMs)
+
+
+@dataclass
+class NodeResult:
+    output: Any = None
+    context_updates: dict[str, Any] = field(default_factory=dict)
+    usage: dict[str, Any] | None = None  # {"prompt_tokens", "completion_tokens", "cost_usd", "model"}
+    defer_until: datetime | None = None  # not done yet: run again at this time (timers)
+    degraded: bool = False
+
+
+class NodeKind:
+    name: ClassVar[str]
+    default_queue: ClassVar[str] = "default"
+    config_schema: ClassVar[dict[str, Any]] = {"type": "object"}
+    # Completes inside the transaction that activates it (start, end): no job, no worker.
+    structural: ClassVar[bool] = False
+    is_async: ClassVar[bool] = False
+    # Keys of config left as written (not template-rendered) before the handler sees them.
+    raw_config_keys: ClassVar[frozenset[str]] = frozenset()
+    label: ClassVar[str] = ""
+    icon: ClassVar[str] = "■"
+    color: ClassVar[str] = "#64748b"
+
+    def check(self, node: Node, graph: Graph) -> list[GraphIssue]:
+        """Checks beyond the JSON Schema (for example, routes that name no edge)."""
+        return []
+
+    def run(self, call: StepCall) -> NodeResult:
+        raise NotImplementedError
+
+    async def arun(self, call: StepCall) -> NodeResult:
+        return self.run(call)
+
+    def describe(self) -> dict[str, Any]:
+        return {
+            "name": self.name,
+            "label": self.label or self.name,
+            "default_queue": self.default_queue,
+            "schema": self.config_schema,
+            "icon": self.icon,
+            "color": self.color,
+            "structural": self.structural,
+        }

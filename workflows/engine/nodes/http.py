@@ -1,0 +1,81 @@
+from __future__ import annotations
+
+import json
+from typing import Any
+
+import httpx
+
+from workflows.engine import ssrf
+from workflows.engine.errors import PermanentStepError, StepError, StepTimeout
+from workflows.engine.nodes import register
+from workflows.engine.nodes.base import NodeKind, NodeResult, StepCall
+
+_MAX_BODY_BYTES = 5_000_000
+
+
+@register
+class Http(NodeKind):
+    """An HTTP request (httpx). Sends the step's idempotency key as `Idempotency-Key`.
+
+    5xx, 429 and network errors are transient (retried); other 4xx are permanent.
+    Redirects are not followed: each target would need its own SSRF check.
+    """
+
+    name = "http"
+    default_queue = "io"
+    label = "HTTP request"
+    icon = "⇄"
+    color = "#0891b2"
+    config_schema: dict[str, Any] = {
+        "type": "object",
+        "required": ["url"],
+        "additionalProperties": False,
+        "properties": {
+            "method": {"type": "string", "enum": ["GET", "POST", "PUT", "PATCH", "DELETE", "HEAD"],
+                       "default": "GET", "title": "Method"},
+            "url": {"type": "string", "minLength": 1, "title": "URL (templates allowed)"},
+            "headers": {"type": "object", "additionalProperties": {"type": "string"}, "title": "Headers"},
+            "params": {"type": "object", "title": "Query parameters"},
+            "json": {"title": "JSON body"},
+            "body": {"type": "string", "title": "Raw body"},
+            "timeout_s": {"type": "number", "exclusiveMinimum": 0, "title": "Request timeout (s)"},
+        },
+    }
+
+    def run(self, call: StepCall) -> NodeResult:
+        config = call.config
+        url = str(config["url"])
+        ssrf.check_url(url, call.engine.http_allowlist)
+        headers = {str(k): str(v) for k, v in (config.get("headers") or {}).items()}
+        headers["Idempotency-Key"] = call.idempotency_key
+        headers.setdefault("traceparent", call.trace_id)
+        timeout = float(config.get("timeout_s") or call.node.timeout_s or call.engine.default_timeout_s)
+        try:
+            with httpx.Client(timeout=timeout, follow_redirects=False) as client:
+                response = client.request(
+                    config.get("method", "GET"), url, headers=headers, params=config.get("params"),
+                    json=config.get("json") if "json" in config else None,
+                    content=config.get("body") if "body" in config else None,
+                )
+        except httpx.TimeoutException:
+            raise StepTimeout(f"HTTP request to {url} timed out after {timeout:g} s") from None
+        except httpx.HTTPError as exc:
+            raise StepError(f"HTTP request to {url} failed: {type(exc).__name__}: {exc}") from None
+        return NodeResult(output=_output(url, response))
+
+
+def _output(url: str, response: httpx.Response) -> dict[str, Any]:
+    status = response.status_code
+    if status >= 500 or status == 429:
+        raise StepError(f"HTTP {status} from {url}", details={"status": status})
+    if status >= 400:
+        raise PermanentStepError(f"HTTP {status} from {url}", details={"status": status,
+                                                                        "body": response.text[:500]})
+    if len(response.content) > _MAX_BODY_BYTES:
+        raise PermanentStepError(f"response from {url} is larger than {_MAX_BODY_BYTES} bytes")
+    body: Any
+    try:
+        body = response.json()
+    except (json.JSONDecodeError, UnicodeDecodeError):
+        body = response.text
+    return {"status": status, "body": body}

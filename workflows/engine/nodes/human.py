@@ -1,0 +1,34 @@
+from __future__ import annotations
+
+from typing import Any
+
+from workflows.engine.errors import PermanentStepError
+from workflows.engine.nodes import register
+from workflows.engine.nodes.base import NodeKind, NodeResult, StepCall
+
+
+@register
+class Human(NodeKind):
+    """Waits for an operator's input or approval (the review queue). The answer is the output."""
+
+    name = "human"
+    label = "Human task"
+    icon = "☺"
+    color = "#ea580c"
+    config_schema: dict[str, Any] = {
+        "type": "object",
+        "required": ["prompt"],
+        "additionalProperties": False,
+        "properties": {
+            "prompt": {"type": "string", "title": "What the operator is asked", "format": "textarea"},
+            "assignee_group": {"type": "string", "default": "operators", "title": "Group that answers"},
+            "inputs": {
+                "type": "object",
+                "title": "Declared inputs (name → JSON Schema)",
+                "additionalProperties": {"type": "object"},
+            },
+        },
+    }
+
+    def run(self, call: StepCall) -> NodeResult:
+        raise PermanentStepError("human tasks are not executed by workers yet (the review queue is pending)")

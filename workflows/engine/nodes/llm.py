@@ -1,0 +1,140 @@
+from __future__ import annotations
+
+import asyncio
+from typing import Any
+
+from workflows.engine import providers
+from workflows.engine.errors import GraphIssue, ProviderError
+from workflows.engine.graph import Graph, Node
+from workflows.engine.nodes import register
+from workflows.engine.nodes.base import NodeKind, NodeResult, StepCall
+
+ROUTE_INSTRUCTION = "Reply with exactly one of these words and nothing else: {routes}."
+
+
+@register
+class LLM(NodeKind):
+    """A chat completion. With `routes`, the reply picks the route (edges test `route == '...'`).
+
+    Runs on the `ai` queue, whose consumer keeps many calls in flight on one event loop.
+    """
+
+    name = "llm"
+    default_queue = "ai"
+    is_async = True
+    label = "LLM"
+    icon = "✦"
+    color = "#db2777"
+    raw_config_keys = frozenset({"script", "routes"})
+    config_schema: dict[str, Any] = {
+        "type": "object",
+        "required": ["prompt"],
+        "additionalProperties": False,
+        "properties": {
+            "provider": {"type": "string", "enum": ["openai", "scripted"], "default": "openai",
+                         "title": "Provider"},
+            "model": {"type": "string", "title": "Model", "default": "gpt-4o-mini"},
+            "system": {"type": "string", "title": "System prompt", "format": "textarea"},
+            "prompt": {"type": "string", "title": "Prompt (templates allowed)", "format": "textarea"},
+            "routes": {"type": "array", "items": {"type": "string", "minLength": 1}, "uniqueItems": True,
+                       "title": "Routes the reply chooses from"},
+            "temperature": {"type": "number", "minimum": 0, "maximum": 2},
+            "max_tokens": {"type": "integer", "minimum": 1},
+            "save_as": {"type": "string", "title": "Also store the reply text in context[...]"},
+            "script": {
+                "type": "array",
+                "title": "Scripted responses (in order; the last repeats)",
+                "items": {
+                    "type": "object",
+                    "additionalProperties": False,
+                    "properties": {
+                        "text": {"type": "string"},
+                        "route": {"type": "string"},
+                        "tool_calls": {"type": "array"},
+                        "usage": {"type": "object"},
+                        "error": {"type": "string"},
+                        "permanent": {"type": "boolean"},
+                        "delay_s": {"type": "number", "minimum": 0},
+                    },
+                },
+            },
+        },
+    }
+
+    def check(self, node: Node, graph: Graph) -> list[GraphIssue]:
+        issues: list[GraphIssue] = []
+        config = node.config
+        if config.get("provider") == "scripted" and not config.get("script"):
+            issues.append(GraphIssue(f"node '{node.id}': the scripted provider needs a non-empty script",
+                                     node=node.id, field="config.script"))
+        routes = config.get("routes") or []
+        for i, entry in enumerate(config.get("script") or []):
+            route = entry.get("route")
+            if route is not None and routes and route not in routes:
+                issues.append(GraphIssue(
+                    f"node '{node.id}': script entry {i + 1} routes to '{route}', not one of {routes}",
+                    node=node.id, field=f"config.script.{i}.route"))
+        return issues
+
+    def run(self, call: StepCall) -> NodeResult:
+        # Only reached when an llm node is routed to a synchronous queue.
+        return asyncio.run(self.arun(call))
+
+    async def arun(self, call: StepCall) -> NodeResult:
+        config = call.config
+        routes: list[str] = list(config.get("routes") or [])
+        if config.get("provider", "openai") == "scripted":
+            reply, delay = providers.scripted_reply(list(config.get("script") or []), call.call_index)
+            if delay:
+                await asyncio.sleep(delay)
+        else:
+            reply = await providers.openai_chat(
+                base_url=call.engine.llm_base_url,
+                api_key=call.engine.llm_api_key,
+                model=str(config.get("model") or "gpt-4o-mini"),
+                messages=_messages(config, routes),
+                timeout_s=float(call.node.timeout_s or call.engine.default_timeout_s),
+                limit=400,
+                extra={k: config[k] for k in ("temperature", "max_tokens") if k in config},
+            )
+            if routes and reply.route is None:
+                reply.route = _route_from_text(reply.text or "", routes)
+        if routes and reply.route not in routes:
+            raise ProviderError(f"the model chose route {reply.route!r}, not one of {routes}",
+                                details={"reply": (reply.text or "")[:200]})
+        usage = _usage(reply, str(config.get("model") or reply.model), call.engine.llm_prices)
+        output = {"text": reply.text, "route": reply.route, "tool_calls": reply.tool_calls, "usage": usage}
+        updates = {config["save_as"]: reply.text} if config.get("save_as") else {}
+        return NodeResult(output=output, usage=usage, context_updates=updates)
+
+
+def _messages(config: dict[str, Any], routes: list[str]) -> list[dict[str, Any]]:
+    messages = []
+    system = config.get("system") or ""
+    if routes:
+        system = (system + "\n" if system else "") + ROUTE_INSTRUCTION.format(routes=", ".join(routes))
+    if system:
+        messages.append({"role": "system", "content": system})
+    messages.append({"role": "user", "content": str(config.get("prompt", ""))})
+    return messages
+
+
+def _route_from_text(text: str, routes: list[str]) -> str | None:
+    cleaned = text.strip().strip(".").strip().lower()
+    for route in routes:
+        if cleaned == route.lower():
+            return route
+    found = [route for route in routes if route.lower() in cleaned]
+    return found[0] if len(found) == 1 else None
+
+
+def _usage(reply: providers.LLMReply, model: str, prices: Any) -> dict[str, Any]:
+    prompt_tokens = int(reply.usage.get("prompt_tokens") or 0)
+    completion_tokens = int(reply.usage.get("completion_tokens") or 0)
+    price = prices.get(model) or prices.get("*") or {}
+    cost = reply.usage.get("cost_usd")
+    if cost is None:
+        cost = (prompt_tokens * float(price.get("prompt_per_1k", 0))
+                + completion_tokens * float(price.get("completion_per_1k", 0))) / 1000
+    return {"model": model, "prompt_tokens": prompt_tokens, "completion_tokens": completion_tokens,
+            "cost_usd": round(float(cost), 8)}

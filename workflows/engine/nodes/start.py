@@ -1,0 +1,19 @@
+from __future__ import annotations
+
+from workflows.engine.nodes import register
+from workflows.engine.nodes.base import NodeKind, NodeResult, StepCall
+
+
+@register
+class Start(NodeKind):
+    """Where an instance begins; its output is the start input."""
+
+    name = "start"
+    structural = True
+    label = "Start"
+    icon = "▶"
+    color = "#16a34a"
+    config_schema = {"type": "object", "additionalProperties": False, "properties": {}}
+
+    def run(self, call: StepCall) -> NodeResult:
+        return NodeResult(output=call.start_input)

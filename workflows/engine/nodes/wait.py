@@ -1,0 +1,41 @@
+from __future__ import annotations
+
+from datetime import datetime, timedelta
+from typing import Any
+
+from workflows.engine.errors import ConfigError
+from workflows.engine.nodes import register
+from workflows.engine.nodes.base import NodeKind, NodeResult, StepCall
+
+
+@register
+class Wait(NodeKind):
+    """A timer: completes `seconds` after it was activated, or at `until` (ISO 8601)."""
+
+    name = "wait"
+    label = "Timer"
+    icon = "⏱"
+    color = "#ca8a04"
+    config_schema: dict[str, Any] = {
+        "type": "object",
+        "additionalProperties": False,
+        "properties": {
+            "seconds": {"type": "number", "minimum": 0, "title": "Seconds to wait"},
+            "until": {"type": "string", "title": "Or until (ISO 8601 time, templates allowed)"},
+        },
+        "oneOf": [{"required": ["seconds"]}, {"required": ["until"]}],
+    }
+
+    def run(self, call: StepCall) -> NodeResult:
+        if "until" in call.config:
+            try:
+                due = datetime.fromisoformat(str(call.config["until"]))
+            except ValueError:
+                raise ConfigError(f"until={call.config['until']!r} is not an ISO 8601 time") from None
+            if due.tzinfo is None:
+                raise ConfigError("until must include a time zone offset")
+        else:
+            due = call.activated_at + timedelta(seconds=float(call.config["seconds"]))
+        if call.now < due:
+            return NodeResult(defer_until=due)
+        return NodeResult(output={"waited_until": due.isoformat()})

@@ -1,0 +1,77 @@
+"""Instance and step statuses, each with one explicit transition table."""
+
+from __future__ import annotations
+
+from django.db import models
+
+
+class InstanceStatus(models.TextChoices):
+    PENDING = "pending"
+    RUNNING = "running"
+    WAITING = "waiting"
+    COMPLETED = "completed"
+    FAILED = "failed"
+    HALTED = "halted"
+    CANCELLED = "cancelled"
+    COMPENSATING = "compensating"
+    COMPENSATED = "compensated"
+
+
+class StepStatus(models.TextChoices):
+    PENDING = "pending"  # created, not yet due (timers)
+    QUEUED = "queued"  # due: a job is (or should be) on its queue
+    RUNNING = "running"  # claimed by a worker under a lease
+    RETRYING = "retrying"  # failed an attempt, waiting for its backoff
+    SUCCEEDED = "succeeded"
+    FAILED = "failed"
+    SKIPPED = "skipped"  # dead path: no incoming edge fired
+    CANCELLED = "cancelled"  # the instance stopped before the step ran
+    COMPENSATED = "compensated"
+
+
+_I = InstanceStatus
+INSTANCE_TRANSITIONS: dict[str, frozenset[str]] = {
+    _I.PENDING: frozenset({_I.RUNNING, _I.FAILED, _I.CANCELLED}),
+    _I.RUNNING: frozenset({_I.WAITING, _I.COMPLETED, _I.FAILED, _I.HALTED, _I.CANCELLED}),
+    _I.WAITING: frozenset({_I.RUNNING, _I.COMPLETED, _I.FAILED, _I.HALTED, _I.CANCELLED}),
+    _I.HALTED: frozenset({_I.RUNNING, _I.FAILED, _I.CANCELLED}),
+    _I.FAILED: frozenset({_I.COMPENSATING}),
+    _I.COMPENSATING: frozenset({_I.COMPENSATED, _I.HALTED, _I.FAILED}),
+    _I.COMPLETED: frozenset(),
+    _I.CANCELLED: frozenset(),
+    _I.COMPENSATED: frozenset(),
+}
+
+_S = StepStatus
+STEP_TRANSITIONS: dict[str, frozenset[str]] = {
+    _S.PENDING: frozenset({_S.QUEUED, _S.CANCELLED, _S.SKIPPED}),
+    _S.QUEUED: frozenset({_S.RUNNING, _S.CANCELLED, _S.PENDING}),
+    _S.RUNNING: frozenset({_S.SUCCEEDED, _S.FAILED, _S.RETRYING, _S.QUEUED, _S.PENDING, _S.CANCELLED}),
+    _S.RETRYING: frozenset({_S.QUEUED, _S.CANCELLED, _S.FAILED}),
+    _S.SUCCEEDED: frozenset({_S.COMPENSATED}),
+    _S.FAILED: frozenset({_S.QUEUED}),  # an operator's "retry the failed step"
+    _S.SKIPPED: frozenset(),
+    _S.CANCELLED: frozenset(),
+    _S.COMPENSATED: frozenset(),
+}
+
+INSTANCE_FINAL = frozenset({_I.COMPLETED, _I.FAILED, _I.CANCELLED, _I.COMPENSATED})
+INSTANCE_ACTIVE = frozenset({_I.PENDING, _I.RUNNING, _I.WAITING})
+STEP_OPEN = frozenset({_S.PENDING, _S.QUEUED, _S.RUNNING, _S.RETRYING})
+
+
+class IllegalTransition(Exception):
+    def __init__(self, kind: str, current: str, target: str) -> None:
+        super().__init__(f"{kind} cannot go from {current!r} to {target!r}")
+        self.current = current
+        self.target = target
+
+
+def check_instance_transition(current: str, target: str) -> None:
+    if target not in INSTANCE_TRANSITIONS[current]:
+        raise IllegalTransition("instance", current, target)
+
+
+def check_step_transition(current: str, target: str) -> None:
+    if target not in STEP_TRANSITIONS[current]:
+        raise IllegalTransition("step", current, target)

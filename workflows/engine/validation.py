@@ -1,0 +1,270 @@
+"""Graph validation: every issue names the node or edge it is about.
+
+Checks, in order: JSON shape, node ids and types, each config against its type's JSON Schema,
+edges (dangling, duplicate, `when` that does not parse), start/end, reachability, unconditional
+cycles (Kahn's algorithm over the unconditional edges; the cycle is named), and each kind's own
+checks.
+"""
+
+from __future__ import annotations
+
+import re
+from collections import deque
+from typing import Any
+
+import jsonschema
+
+from workflows.engine import expressions
+from workflows.engine.errors import ExpressionError, GraphInvalid, GraphIssue
+from workflows.engine.graph import Graph
+from workflows.engine.nodes import known_kinds
+
+QUEUES = ("ai", "io", "default")
+ID_PATTERN = re.compile(r"^[A-Za-z_][A-Za-z0-9_\-]{0,63}$")
+
+_NODE_SHAPE: dict[str, Any] = {
+    "type": "object",
+    "required": ["id", "type"],
+    "properties": {
+        "id": {"type": "string"},
+        "type": {"type": "string"},
+        "config": {"type": "object"},
+        "queue": {"type": "string", "enum": list(QUEUES)},
+        "retry": {
+            "type": "object",
+            "additionalProperties": False,
+            "properties": {
+                "max_attempts": {"type": "integer", "minimum": 1, "maximum": 100},
+                "backoff_s": {"type": "number", "minimum": 0},
+                "max_backoff_s": {"type": "number", "minimum": 0},
+                "jitter": {"type": "boolean"},
+            },
+        },
+        "timeout_s": {"type": "number", "exclusiveMinimum": 0},
+        "join": {"type": "string", "enum": ["all", "any"]},
+        "fallback": {
+            "type": "object",
+            "required": ["mode"],
+            "properties": {
+                "mode": {"type": "string", "enum": ["rule", "review"]},
+                "route": {"type": "string"},
+                "output": {},
+            },
+        },
+        "compensate": {"type": ["object", "string", "null"]},
+        "position": {"type": "object", "properties": {"x": {"type": "number"}, "y": {"type": "number"}}},
+        "label": {"type": "string"},
+    },
+}
+_EDGE_SHAPE: dict[str, Any] = {
+    "type": "object",
+    "required": ["source", "target"],
+    "properties": {
+        "source": {"type": "string"},
+        "target": {"type": "string"},
+        "when": {"type": ["string", "null"]},
+        "label": {"type": "string"},
+    },
+}
+_SETTINGS_SHAPE: dict[str, Any] = {
+    "type": "object",
+    "additionalProperties": False,
+    "properties": {
+        "max_transitions": {"type": "integer", "minimum": 1},
+        "ttl_s": {"type": "number", "exclusiveMinimum": 0},
+        "max_concurrency": {"type": "integer", "minimum": 1},
+        "budget_usd": {"type": "number", "minimum": 0},
+        "budget_tokens": {"type": "integer", "minimum": 0},
+    },
+}
+
+
+def _schema_issues(instance: Any, schema: dict[str, Any], where: str, node: str | None = None,
+                   edge: int | None = None) -> list[GraphIssue]:
+    validator = jsonschema.Draft202012Validator(schema)
+    issues = []
+    for error in sorted(validator.iter_errors(instance), key=lambda e: list(e.path)):
+        path = ".".join(str(p) for p in error.path)
+        location = f"{where}.{path}" if path else where
+        issues.append(GraphIssue(f"{_subject(node, edge)}{location}: {error.message}", node=node, edge=edge,
+                                 field=location))
+    return issues
+
+
+def _subject(node: str | None, edge: int | None) -> str:
+    if node is not None:
+        return f"node '{node}': "
+    if edge is not None:
+        return f"edge {edge + 1}: "
+    return ""
+
+
+def validate_graph(data: Any) -> list[GraphIssue]:
+    """Return every issue found; an empty list means the graph is valid."""
+    if not isinstance(data, dict):
+        return [GraphIssue("the graph must be a JSON object with 'nodes' and 'edges'")]
+    issues: list[GraphIssue] = []
+    nodes = data.get("nodes")
+    edges = data.get("edges", [])
+    if not isinstance(nodes, list) or not nodes:
+        return [GraphIssue("'nodes' must be a non-empty list")]
+    if not isinstance(edges, list):
+        return [GraphIssue("'edges' must be a list")]
+    if "settings" in data:
+        issues += _schema_issues(data["settings"], _SETTINGS_SHAPE, "settings")
+
+    kinds = known_kinds()
+    seen: set[str] = set()
+    good_nodes = []
+    for i, raw in enumerate(nodes):
+        if not isinstance(raw, dict):
+            issues.append(GraphIssue(f"node {i + 1} must be an object"))
+            continue
+        node_id = raw.get("id")
+        label = node_id if isinstance(node_id, str) else f"#{i + 1}"
+        shape_issues = _schema_issues(raw, _NODE_SHAPE, "node", node=label)
+        if shape_issues:
+            issues += shape_issues
+            continue
+        if not ID_PATTERN.match(node_id):
+            issues.append(GraphIssue(f"node '{node_id}': id must start with a letter or _ and hold only "
+                                     "letters, digits, _ and - (64 at most)", node=node_id, field="id"))
+            continue
+        if node_id in seen:
+            issues.append(GraphIssue(f"node '{node_id}': duplicate id", node=node_id, field="id"))
+            continue
+        seen.add(node_id)
+        kind = kinds.get(raw["type"])
+        if kind is None:
+            issues.append(GraphIssue(f"node '{node_id}': unknown node type '{raw['type']}' "
+                                     f"(known: {', '.join(sorted(kinds))})", node=node_id, field="type"))
+            continue
+        config_issues = _schema_issues(raw.get("config") or {}, kind.config_schema, "config", node=node_id)
+        for message in expressions.check_templates(
+            {k: v for k, v in (raw.get("config") or {}).items() if k not in kind.raw_config_keys}
+        ):
+            config_issues.append(GraphIssue(f"node '{node_id}': template {message}", node=node_id,
+                                            field="config"))
+        fallback = raw.get("fallback")
+        if fallback and fallback.get("mode") == "rule" and "route" not in fallback and "output" not in fallback:
+            config_issues.append(GraphIssue(f"node '{node_id}': a rule fallback needs a route or an output",
+                                            node=node_id, field="fallback"))
+        issues += config_issues
+        good_nodes.append(raw)
+
+    good_edges = []
+    pairs: set[tuple[str, str, str | None]] = set()
+    for i, raw in enumerate(edges):
+        if not isinstance(raw, dict):
+            issues.append(GraphIssue(f"edge {i + 1} must be an object", edge=i))
+            continue
+        shape_issues = _schema_issues(raw, _EDGE_SHAPE, "edge", edge=i)
+        if shape_issues:
+            issues += shape_issues
+            continue
+        source, target, when = raw["source"], raw["target"], raw.get("when") or None
+        name = f"edge {i + 1} ({source} -> {target})"
+        if source not in seen:
+            issues.append(GraphIssue(f"{name}: source '{source}' is not a node", edge=i, field="source"))
+        if target not in seen:
+            issues.append(GraphIssue(f"{name}: target '{target}' is not a node", edge=i, field="target"))
+        if when is not None:
+            try:
+                expressions.parse(when)
+            except ExpressionError as exc:
+                issues.append(GraphIssue(f"{name}: condition {exc}", edge=i, field="when"))
+                continue
+        if (source, target, when) in pairs:
+            issues.append(GraphIssue(f"{name}: duplicate edge", edge=i))
+            continue
+        pairs.add((source, target, when))
+        if source in seen and target in seen:
+            good_edges.append({**raw, "_index": i})
+
+    if issues:
+        # Structural checks below need well-formed nodes and edges to say anything true.
+        return issues
+    return _structure_issues(data, good_nodes, good_edges)
+
+
+def _structure_issues(data: dict[str, Any], nodes: list[dict[str, Any]],
+                      edges: list[dict[str, Any]]) -> list[GraphIssue]:
+    issues: list[GraphIssue] = []
+    starts = [n["id"] for n in nodes if n["type"] == "start"]
+    ends = [n["id"] for n in nodes if n["type"] == "end"]
+    if len(starts) != 1:
+        issues.append(GraphIssue("the graph needs exactly one start node" +
+                                 (f" (found: {', '.join(starts)})" if starts else " (found none)")))
+    if not ends:
+        issues.append(GraphIssue("the graph needs at least one end node (found none)"))
+    if issues:
+        return issues
+
+    graph = Graph.from_json(data)
+    start = starts[0]
+    for edge in graph.incoming(start):
+        issues.append(GraphIssue(f"edge {edge.index + 1} ({edge.label}): nothing may lead into the start node",
+                                 edge=edge.index, node=start))
+    for end in ends:
+        for edge in graph.outgoing(end):
+            issues.append(GraphIssue(f"edge {edge.index + 1} ({edge.label}): an end node has no outgoing edges",
+                                     edge=edge.index, node=end))
+    reachable = graph.reachable_from(start) | {start}
+    for node_id in graph.nodes:
+        if node_id not in reachable:
+            issues.append(GraphIssue(f"node '{node_id}' is unreachable from the start node", node=node_id))
+    for node in graph.nodes.values():
+        if node.type not in ("start", "end") and not graph.outgoing(node.id):
+            issues.append(GraphIssue(f"node '{node.id}' has no outgoing edge: every path must reach an end "
+                                     "node", node=node.id))
+    cycle = unconditional_cycle(graph)
+    if cycle:
+        path = " -> ".join(cycle + [cycle[0]])
+        issues.append(GraphIssue(f"unconditional cycle {path}: every cycle must pass through a conditional "
+                                 "edge or a router node", node=cycle[0]))
+    kinds = known_kinds()
+    for node in graph.nodes.values():
+        issues += kinds[node.type].check(node, graph)
+    return issues
+
+
+def unconditional_cycle(graph: Graph) -> list[str]:
+    """Kahn's algorithm over unconditional edges leaving non-router nodes.
+
+    Nodes left with incoming edges after the sort lie on (or behind) a cycle; walk back from one to
+    name the cycle itself.
+    """
+    breaks_cycle = {node_id for node_id, node in graph.nodes.items() if node.type == "router"}
+    edges = [e for e in graph.edges if e.when is None and e.source not in breaks_cycle]
+    indegree = {node_id: 0 for node_id in graph.nodes}
+    successors: dict[str, list[str]] = {node_id: [] for node_id in graph.nodes}
+    for edge in edges:
+        indegree[edge.target] += 1
+        successors[edge.source].append(edge.target)
+    queue = deque(node_id for node_id, degree in indegree.items() if degree == 0)
+    while queue:
+        current = queue.popleft()
+        for target in successors[current]:
+            indegree[target] -= 1
+            if indegree[target] == 0:
+                queue.append(target)
+    remaining = {node_id for node_id, degree in indegree.items() if degree > 0}
+    if not remaining:
+        return []
+    # Follow successors inside the remaining set until a node repeats: that loop is a cycle.
+    order = [n for n in graph.nodes if n in remaining]
+    current = order[0]
+    path: list[str] = []
+    index: dict[str, int] = {}
+    while current not in index:
+        index[current] = len(path)
+        path.append(current)
+        current = next(t for t in successors[current] if t in remaining)
+    return path[index[current]:]
+
+
+def ensure_valid(data: Any) -> Graph:
+    issues = validate_graph(data)
+    if issues:
+        raise GraphInvalid(issues)
+    return Graph.from_json(data)

@@ -1,0 +1,605 @@
+"""The executor: starts instances, claims steps, runs handlers and commits their outcomes.
+
+Durability contract (../README.md, "Guarantees"):
+- every transition commits its StepRun, Event(s) and Checkpoint in one transaction, with the
+  instance row locked (joins, counters and the event sequence must not race);
+- jobs are enqueued only after that commit (transaction.on_commit), and carry only step ids;
+- a step is claimed by a conditional UPDATE (queued -> running with a fresh lease token) and its
+  outcome commits only while that token still holds, so a duplicate delivery or a zombie worker
+  whose lease was taken over commits nothing.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import secrets
+from collections.abc import Iterator, Mapping
+from dataclasses import dataclass, field
+from datetime import datetime, timedelta
+from decimal import Decimal
+from functools import lru_cache
+from typing import Any
+
+from django.conf import settings
+from django.db import transaction
+from django.db.models import F, Sum
+from django.utils import timezone
+
+from workflows import dispatch
+from workflows.engine import expressions
+from workflows.engine.errors import (
+    ExpressionError,
+    PayloadTooLarge,
+    PermanentStepError,
+    StepError,
+)
+from workflows.engine.graph import Graph, Node
+from workflows.engine.nodes import EngineConfig, NodeKind, NodeResult, StepCall, get_kind
+from workflows.engine.retry import RetryPolicy
+from workflows.engine.scheduling import advance, count_activations, edges_fired
+from workflows.engine.statuses import INSTANCE_ACTIVE, STEP_OPEN, InstanceStatus, StepStatus
+from workflows.models import Checkpoint, Event, StepRun, WorkflowInstance, WorkflowVersion
+from workflows.timeouts import Heartbeat, time_limit
+
+log = logging.getLogger("steadyflow.executor")
+
+TRAIL_LENGTH = 50
+_SECRET_HEADER_WORDS = ("authorization", "key", "token", "secret", "password", "cookie")
+
+
+def conf(name: str) -> Any:
+    return settings.STEADYFLOW[name]
+
+
+@lru_cache(maxsize=1)
+def engine_config() -> EngineConfig:
+    return EngineConfig(
+        http_allowlist=tuple(conf("HTTP_ALLOWLIST")),
+        llm_base_url=conf("LLM_BASE_URL"),
+        llm_api_key=conf("LLM_API_KEY"),
+        llm_prices=settings.STEADYFLOW.get("LLM_PRICES", {}),
+        default_timeout_s=conf("DEFAULT_STEP_TIMEOUT_S"),
+    )
+
+
+@lru_cache(maxsize=256)
+def graph_for_version(version_id: int) -> Graph:
+    """Versions are immutable, so each process parses a version's graph once."""
+    return WorkflowVersion.objects.only("graph").get(pk=version_id).as_graph()
+
+
+def queue_for(node: Node, kind: NodeKind) -> str:
+    return node.queue or kind.default_queue
+
+
+# --- Writing state ------------------------------------------------------------------------------
+
+class Transition:
+    """Collects the writes of one transaction on a locked instance: events, new steps, the
+    checkpoint and the jobs to enqueue after commit."""
+
+    def __init__(self, instance: WorkflowInstance, graph: Graph, now: datetime) -> None:
+        self.instance = instance
+        self.graph = graph
+        self.now = now
+        self.events: list[Event] = []
+        self.enqueue: list[tuple[int, str]] = []
+        self.instance_fields: set[str] = {"event_seq", "updated_at"}
+
+    def event(self, type_: str, node_id: str = "", step: StepRun | None = None, **payload: Any) -> None:
+        self.instance.event_seq += 1
+        self.events.append(Event(
+            instance=self.instance, seq=self.instance.event_seq, type=type_, node_id=node_id,
+            step=step, payload=payload, trace_id=self.instance.trace_id, created_at=self.now,
+        ))
+
+    def set_instance(self, **values: Any) -> None:
+        for name, value in values.items():
+            setattr(self.instance, name, value)
+        self.instance_fields.update(values)
+
+    def commit(self, checkpoint: bool = True) -> None:
+        """Write the instance, events and checkpoint; schedule enqueues and live updates after commit."""
+        self.instance.updated_at = self.now
+        self.instance.save(update_fields=sorted(self.instance_fields))
+        Event.objects.bulk_create(self.events)
+        if checkpoint:
+            state = {
+                "context": self.instance.context,
+                "state": self.instance.state,
+                "loop_count": self.instance.loop_count,
+                "open_steps": self.instance.open_steps,
+                "status": self.instance.status,
+                "seq": self.instance.event_seq,
+            }
+            Checkpoint.objects.create(instance=self.instance, seq=self.instance.event_seq, state=state,
+                                      checksum=Checkpoint.checksum_of(state), created_at=self.now)
+        if self.enqueue:
+            jobs = list(self.enqueue)
+            transaction.on_commit(lambda: dispatch.enqueue_steps(jobs))
+        if self.events:
+            from workflows import live
+
+            messages = [event.as_message() for event in self.events]
+            transaction.on_commit(lambda: live.publish(messages))
+
+
+def _lock_instance(instance_id: int) -> WorkflowInstance:
+    # The row lock serialises every transition of one instance: joins, loop counter, event seq.
+    return WorkflowInstance.objects.select_for_update().get(pk=instance_id)
+
+
+def _json_size(value: Any) -> int:
+    return len(json.dumps(value, default=str))
+
+
+def _check_payload(what: str, value: Any) -> None:
+    limit = conf("MAX_PAYLOAD_BYTES")
+    size = _json_size(value)
+    if size > limit:
+        raise PayloadTooLarge(f"{what} is {size} bytes, over the limit of {limit} bytes "
+                              "(STEADYFLOW_MAX_PAYLOAD_BYTES)")
+
+
+def _new_step(tr: Transition, node_id: str, *, claim_for: str | None = None,
+              token: str = "") -> StepRun:
+    """Activate a node: a new visit, queued (or already claimed by this worker for inline running)."""
+    graph = tr.graph
+    node = graph.nodes[node_id]
+    kind = get_kind(node.type)
+    visits = tr.instance.state.setdefault("visits", {})
+    visit = visits.get(node_id, 0) + 1
+    visits[node_id] = visit
+    # The last activations, in order: what a loop-breaker halt shows as the path that looped.
+    trail = tr.instance.state.setdefault("trail", [])
+    trail.append(node_id)
+    del trail[:-TRAIL_LENGTH]
+    inst = tr.instance
+    step = StepRun(
+        instance=inst, node_id=node_id, node_type=node.type, visit=visit, queue=queue_for(node, kind),
+        idempotency_key=f"{inst.pk}:{node_id}:{visit}", trace_id=inst.trace_id, created_at=tr.now,
+        due_at=tr.now,
+    )
+    if kind.structural:
+        step.status = StepStatus.SUCCEEDED
+        step.started_at = step.finished_at = tr.now
+        step.attempt = 1
+    elif claim_for:
+        step.status = StepStatus.RUNNING
+        step.attempt = 1
+        step.worker = claim_for
+        step.lease_token = token
+        step.started_at = step.heartbeat_at = tr.now
+        step.lease_until = tr.now + timedelta(seconds=conf("LEASE_S"))
+    step.save(force_insert=True)
+    if kind.structural:
+        tr.event("step_succeeded", node_id, step, visit=visit, structural=True)
+    elif claim_for:
+        tr.event("step_started", node_id, step, visit=visit, attempt=1, worker=claim_for, queue=step.queue)
+    else:
+        tr.event("step_queued", node_id, step, visit=visit, queue=step.queue)
+        tr.enqueue.append((step.pk, step.queue))
+    return step
+
+
+# --- Starting -----------------------------------------------------------------------------------
+
+def start_instance(version: WorkflowVersion, start_input: dict[str, Any] | None = None, *,
+                   idempotency_key: str | None = None, user: Any = None,
+                   now: datetime | None = None) -> WorkflowInstance:
+    """Create an instance and run its start node, all in one transaction.
+
+    A repeated idempotency key returns the instance the first request created.
+    """
+    start_input = dict(start_input or {})
+    _check_payload("start input", start_input)
+    if idempotency_key:
+        existing = WorkflowInstance.objects.filter(idempotency_key=idempotency_key).first()
+        if existing is not None:
+            return existing
+    now = now or timezone.now()
+    graph = graph_for_version(version.pk)
+    ttl = graph.settings.ttl_s or conf("DEFAULT_TTL_S")
+    budget = graph.settings.budget_usd
+    with transaction.atomic():
+        instance = WorkflowInstance.objects.create(
+            version=version, status=InstanceStatus.RUNNING, input=start_input, context=dict(start_input),
+            state={"visits": {}, "joins": {}}, max_transitions=graph.settings.max_transitions
+            or conf("DEFAULT_MAX_TRANSITIONS"), deadline=now + timedelta(seconds=ttl),
+            idempotency_key=idempotency_key or None, created_by=user if getattr(user, "pk", None) else None,
+            created_at=now, updated_at=now,
+            budget_usd=Decimal(str(budget)) if budget is not None else None,
+        )
+        tr = Transition(instance, graph, now)
+        tr.event("instance_started", version=version.number, definition=version.definition.slug,
+                 trace_id=instance.trace_id)
+        start = graph.start_node
+        tr.set_instance(loop_count=1, state=instance.state)
+        step = _new_step(tr, start)
+        StepRun.objects.filter(pk=step.pk).update(output=start_input)
+        _resolve(tr, step, start_input, fired=edges_fired(graph, start, lambda e: _holds(tr, e, start_input)))
+        tr.commit()
+    log.info("instance started", extra={"instance": instance.pk, "trace_id": instance.trace_id})
+    return instance
+
+
+# --- Claiming -----------------------------------------------------------------------------------
+
+@dataclass
+class Claim:
+    step: StepRun
+    instance: WorkflowInstance
+    graph: Graph
+    node: Node
+    kind: NodeKind
+    token: str
+    worker: str
+    call: StepCall | None = None
+    timings: dict[str, float] = field(default_factory=dict)
+
+
+def claim_step(step_id: int, worker: str, now: datetime | None = None) -> Claim | None:
+    """Take a queued step for this worker. None when someone else has it or it is no longer due."""
+    now = now or timezone.now()
+    token = secrets.token_hex(8)
+    with transaction.atomic():
+        # The conditional UPDATE is the claim: of two workers handed the same job, one wins.
+        claimed = StepRun.objects.filter(pk=step_id, status=StepStatus.QUEUED).update(
+            status=StepStatus.RUNNING, attempt=F("attempt") + 1, worker=worker, lease_token=token,
+            started_at=now, heartbeat_at=now, lease_until=now + timedelta(seconds=conf("LEASE_S")),
+        )
+        if not claimed:
+            return None
+        step = StepRun.objects.get(pk=step_id)
+        instance = _lock_instance(step.instance_id)
+        graph = graph_for_version(instance.version_id)
+        tr = Transition(instance, graph, now)
+        if instance.status not in INSTANCE_ACTIVE:
+            StepRun.objects.filter(pk=step_id).update(status=StepStatus.CANCELLED, finished_at=now)
+            instance.open_steps -= 1
+            tr.set_instance(open_steps=instance.open_steps)
+            tr.event("step_cancelled", step.node_id, step, reason=f"instance is {instance.status}")
+            tr.commit(checkpoint=False)
+            return None
+        if instance.deadline and now > instance.deadline:
+            _expire(tr, now)
+            tr.commit()
+            return None
+        tr.event("step_started", step.node_id, step, visit=step.visit, attempt=step.attempt, worker=worker,
+                 queue=step.queue)
+        tr.commit(checkpoint=False)
+    node = graph.nodes[step.node_id]
+    return Claim(step=step, instance=instance, graph=graph, node=node, kind=get_kind(node.type), token=token,
+                 worker=worker)
+
+
+# --- Running ------------------------------------------------------------------------------------
+
+class StepOutputs(Mapping[str, Any]):
+    """`steps.<node>` in templates and conditions: the latest succeeded run of each node, read lazily."""
+
+    def __init__(self, instance_id: int) -> None:
+        self.instance_id = instance_id
+        self._cache: dict[str, Any] = {}
+
+    def __getitem__(self, node_id: str) -> Any:
+        if node_id not in self._cache:
+            row = (StepRun.objects.filter(instance_id=self.instance_id, node_id=node_id,
+                                          status=StepStatus.SUCCEEDED)
+                   .order_by("-visit").values("output", "visit").first())
+            if row is None:
+                raise KeyError(node_id)
+            self._cache[node_id] = row
+        return self._cache[node_id]
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(StepRun.objects.filter(instance_id=self.instance_id, status=StepStatus.SUCCEEDED)
+                    .values_list("node_id", flat=True).distinct())
+
+    def __len__(self) -> int:
+        return sum(1 for _ in self)
+
+
+def build_call(claim: Claim, now: datetime | None = None) -> StepCall:
+    """Render the node's config against the instance and make the handler's argument."""
+    now = now or timezone.now()
+    inst, node, kind = claim.instance, claim.node, claim.kind
+    steps = StepOutputs(inst.pk)
+    names = {"context": inst.context, "steps": steps, "input": inst.input}
+    raw = node.config
+    try:
+        config = {key: (value if key in kind.raw_config_keys else expressions.render(value, names))
+                  for key, value in raw.items()}
+    except ExpressionError as exc:
+        raise PermanentStepError(f"node '{node.id}': template failed: {exc}") from None
+    call_index = 0
+    if node.type == "llm" and raw.get("provider") == "scripted":
+        earlier = (StepRun.objects.filter(instance_id=inst.pk, node_id=node.id, visit__lt=claim.step.visit)
+                   .aggregate(total=Sum("attempt"))["total"]) or 0
+        call_index = earlier + claim.step.attempt - 1
+    call = StepCall(
+        node=node, config=config, context=inst.context, steps=steps, start_input=inst.input,
+        instance_id=inst.pk, visit=claim.step.visit, attempt=claim.step.attempt,
+        idempotency_key=claim.step.idempotency_key, trace_id=inst.trace_id, now=now,
+        activated_at=claim.step.created_at, engine=engine_config(), call_index=call_index,
+    )
+    claim.call = call
+    return call
+
+
+@dataclass
+class Outcome:
+    result: NodeResult | None = None
+    error: StepError | None = None
+
+
+def _as_step_error(exc: BaseException) -> StepError:
+    if isinstance(exc, StepError):
+        return exc
+    # An unexpected exception from a handler: transient, so the node's retry policy decides.
+    return StepError(f"{type(exc).__name__}: {exc}", details={"exception": type(exc).__name__})
+
+
+def timeout_for(claim: Claim) -> float:
+    return float(claim.node.timeout_s or conf("DEFAULT_STEP_TIMEOUT_S"))
+
+
+def run_claimed(claim: Claim) -> Outcome:
+    """Run a synchronous handler under its timeout, keeping its lease alive while it runs."""
+    try:
+        call = build_call(claim)
+        timeout = timeout_for(claim)
+        with Heartbeat(conf("LEASE_S") / 3, lambda: extend_lease(claim)), \
+                time_limit(timeout, f"step {claim.node.id}"):
+            result = claim.kind.run(call)
+        return Outcome(result=result)
+    except Exception as exc:  # noqa: BLE001 - a failing node must never take the worker down
+        return Outcome(error=_as_step_error(exc))
+
+
+def extend_lease(claim: Claim) -> None:
+    now = timezone.now()
+    StepRun.objects.filter(pk=claim.step.pk, status=StepStatus.RUNNING, lease_token=claim.token).update(
+        lease_until=now + timedelta(seconds=conf("LEASE_S")), heartbeat_at=now)
+
+
+# --- Finishing ----------------------------------------------------------------------------------
+
+def _holds(tr: Transition, edge: Any, output: Any) -> bool:
+    names = expressions.condition_names(output, tr.instance.context, StepOutputs(tr.instance.pk),
+                                        tr.instance.input)
+    return bool(expressions.evaluate(edge.when, names))
+
+
+def _redacted_input(claim: Claim) -> dict[str, Any] | None:
+    if claim.call is None:
+        return None
+    config = dict(claim.call.config)
+    if isinstance(config.get("headers"), dict):
+        config["headers"] = {
+            k: ("***" if any(word in k.lower() for word in _SECRET_HEADER_WORDS) else v)
+            for k, v in config["headers"].items()
+        }
+    return config
+
+
+def finish_step(claim: Claim, outcome: Outcome, *, allow_inline: bool = False,
+                now: datetime | None = None) -> Claim | None:
+    """Commit a step's outcome and what follows from it. Returns the successor claimed for inline
+    running by this worker, when there is exactly one on the same queue."""
+    now = now or timezone.now()
+    if outcome.error is None and outcome.result is not None and outcome.result.defer_until is None:
+        try:
+            _check_payload(f"output of step {claim.node.id}", outcome.result.output)
+        except PayloadTooLarge as exc:
+            outcome = Outcome(error=exc)
+    with transaction.atomic():
+        instance = _lock_instance(claim.instance.pk)
+        tr = Transition(instance, claim.graph, now)
+        step = StepRun.objects.filter(pk=claim.step.pk, status=StepStatus.RUNNING,
+                                      lease_token=claim.token).first()
+        if step is None:
+            # Our lease was taken over (or the step was cancelled): the outcome must not commit.
+            log.warning("step %s: lease lost, outcome discarded", claim.step.pk)
+            return None
+        if instance.status not in INSTANCE_ACTIVE:
+            _close_step(tr, step, StepStatus.CANCELLED, reason=f"instance is {instance.status}")
+            tr.commit(checkpoint=False)
+            return None
+        if outcome.error is not None:
+            _fail_attempt(tr, step, claim, outcome.error)
+            tr.commit()
+            return None
+        assert outcome.result is not None
+        result = outcome.result
+        if result.defer_until is not None:
+            _defer(tr, step, result.defer_until)
+            tr.commit(checkpoint=False)
+            return None
+        return _succeed(tr, step, claim, result, allow_inline)
+
+
+def _succeed(tr: Transition, step: StepRun, claim: Claim, result: NodeResult, allow_inline: bool) -> Claim | None:
+    inst = tr.instance
+    if result.context_updates:
+        new_context = {**inst.context, **result.context_updates}
+        try:
+            _check_payload("context", new_context)
+        except PayloadTooLarge as exc:
+            _fail_attempt(tr, step, claim, exc)
+            tr.commit()
+            return None
+        tr.set_instance(context=new_context)
+    try:
+        fired = edges_fired(tr.graph, step.node_id, lambda e: _holds(tr, e, result.output))
+    except ExpressionError as exc:
+        _fail_attempt(tr, step, claim, PermanentStepError(f"edge condition failed: {exc}"))
+        tr.commit()
+        return None
+    usage = result.usage
+    StepRun.objects.filter(pk=step.pk).update(
+        status=StepStatus.SUCCEEDED, output=result.output, usage=usage, finished_at=tr.now,
+        input=_redacted_input(claim), error=None, degraded=result.degraded)
+    if usage:
+        tokens = int(usage.get("prompt_tokens", 0)) + int(usage.get("completion_tokens", 0))
+        tr.set_instance(tokens=inst.tokens + tokens,
+                        cost_usd=Decimal(inst.cost_usd) + Decimal(str(usage.get("cost_usd", 0))))
+    tr.event("step_succeeded", step.node_id, step, visit=step.visit, attempt=step.attempt,
+             duration_ms=round((tr.now - step.started_at).total_seconds() * 1000, 2) if step.started_at else None,
+             usage=usage, degraded=result.degraded)
+    tr.set_instance(open_steps=inst.open_steps - 1)
+    inline = _resolve(tr, step, result.output, fired, inline_queue=step.queue if allow_inline else None,
+                      worker=claim.worker)
+    tr.commit()
+    return inline
+
+
+def _resolve(tr: Transition, step: StepRun, output: Any, fired: dict[int, bool],
+             inline_queue: str | None = None, worker: str = "") -> Claim | None:
+    """Apply the scheduling decision for a finished step: skips, activations, loop breaker, end."""
+    inst = tr.instance
+    graph = tr.graph
+    state = inst.state
+    decision = advance(graph, state.setdefault("joins", {}), step.node_id, fired)
+    tr.set_instance(state=state)
+    for node_id in decision.skipped:
+        tr.event("node_skipped", node_id)
+    if decision.fired_edges:
+        tr.event("edges_taken", step.node_id, step, edges=decision.fired_edges)
+
+    check = count_activations(inst.loop_count, len(decision.activate), inst.max_transitions)
+    if not check.allowed:
+        _stop_instance(tr, InstanceStatus.FAILED, "loop_breaker",
+                       {"message": f"more than {inst.max_transitions} node activations (max_transitions)",
+                        "next": decision.activate, "path": list(state.get("trail", []))})
+        return None
+    tr.set_instance(loop_count=check.loop_count)
+
+    inline: Claim | None = None
+    candidates = [n for n in decision.activate if not get_kind(graph.nodes[n].type).structural]
+    for node_id in decision.activate:
+        node = graph.nodes[node_id]
+        kind = get_kind(node.type)
+        if kind.structural:
+            _new_step(tr, node_id)
+            if node.type == "end":
+                state["ended"] = node_id
+            continue
+        claim_inline = (inline_queue is not None and len(candidates) == 1 and not kind.is_async
+                        and queue_for(node, kind) == inline_queue)
+        token = secrets.token_hex(8) if claim_inline else ""
+        new = _new_step(tr, node_id, claim_for=worker if claim_inline else None, token=token)
+        tr.set_instance(open_steps=inst.open_steps + 1)
+        if claim_inline:
+            inline = Claim(step=new, instance=inst, graph=graph, node=node, kind=kind, token=token, worker=worker)
+    tr.set_instance(state=state)
+
+    if inst.open_steps == 0:
+        if state.get("ended"):
+            _finish_instance(tr, InstanceStatus.COMPLETED, "", None)
+        else:
+            _stop_instance(tr, InstanceStatus.FAILED, "dead_end", {
+                "message": f"node '{step.node_id}' finished and no path leads on: none of its outgoing "
+                           "conditions held and no other step is running", "node": step.node_id})
+    return inline
+
+
+def _fail_attempt(tr: Transition, step: StepRun, claim: Claim, error: StepError) -> None:
+    policy = RetryPolicy.from_node(claim.node.retry, conf("DEFAULT_MAX_ATTEMPTS"))
+    info = error.as_dict()
+    if policy.should_retry(step.attempt, error.permanent):
+        delay = policy.delay(step.attempt)
+        due = tr.now + timedelta(seconds=delay)
+        StepRun.objects.filter(pk=step.pk).update(status=StepStatus.RETRYING, error=info, due_at=due,
+                                                  lease_token="", lease_until=None,
+                                                  input=_redacted_input(claim))
+        tr.event("step_retrying", step.node_id, step, visit=step.visit, attempt=step.attempt, error=info,
+                 retry_in_s=round(delay, 3))
+        return
+    StepRun.objects.filter(pk=step.pk).update(status=StepStatus.FAILED, error=info, finished_at=tr.now,
+                                              lease_token="", lease_until=None, input=_redacted_input(claim))
+    tr.event("step_failed", step.node_id, step, visit=step.visit, attempt=step.attempt, error=info)
+    tr.set_instance(open_steps=tr.instance.open_steps - 1)
+    _stop_instance(tr, InstanceStatus.FAILED, "step_failed",
+                   {"message": f"step '{step.node_id}' failed: {error.message}", "node": step.node_id, **info})
+
+
+def _defer(tr: Transition, step: StepRun, until: datetime) -> None:
+    # Not an attempt: the step sleeps until due, then runs again (timers).
+    StepRun.objects.filter(pk=step.pk).update(status=StepStatus.PENDING, due_at=until, attempt=F("attempt") - 1,
+                                              lease_token="", lease_until=None)
+    tr.event("step_waiting", step.node_id, step, until=until.isoformat())
+
+
+def _close_step(tr: Transition, step: StepRun, status: str, reason: str) -> None:
+    StepRun.objects.filter(pk=step.pk).update(status=status, finished_at=tr.now, lease_token="", lease_until=None)
+    tr.set_instance(open_steps=tr.instance.open_steps - 1)
+    tr.event(f"step_{status}", step.node_id, step, reason=reason)
+
+
+def _cancel_open_steps(tr: Transition, reason: str) -> None:
+    open_steps = list(StepRun.objects.filter(instance=tr.instance, status__in=STEP_OPEN))
+    StepRun.objects.filter(pk__in=[s.pk for s in open_steps]).update(
+        status=StepStatus.CANCELLED, finished_at=tr.now, lease_token="", lease_until=None)
+    for step in open_steps:
+        tr.event("step_cancelled", step.node_id, step, reason=reason)
+    tr.set_instance(open_steps=0)
+
+
+def _finish_instance(tr: Transition, status: str, reason: str, error: dict[str, Any] | None) -> None:
+    tr.set_instance(status=status, halt_reason=reason, error=error, finished_at=tr.now)
+    tr.event(f"instance_{status}", reason=reason, error=error)
+
+
+def _stop_instance(tr: Transition, status: str, reason: str, error: dict[str, Any]) -> None:
+    """Stop an instance early (failure, loop breaker, TTL): open steps are cancelled, state kept."""
+    _cancel_open_steps(tr, reason)
+    _finish_instance(tr, status, reason, error)
+
+
+def _expire(tr: Transition, now: datetime) -> None:
+    inst = tr.instance
+    _stop_instance(tr, InstanceStatus.FAILED, "ttl_expired", {
+        "message": f"the instance passed its deadline {inst.deadline.isoformat() if inst.deadline else ''}",
+        "deadline": inst.deadline.isoformat() if inst.deadline else None})
+
+
+def expire_instance(instance_id: int, now: datetime | None = None) -> bool:
+    """TTL: stop an instance past its deadline. False when it was already final or not yet due."""
+    now = now or timezone.now()
+    with transaction.atomic():
+        inst = _lock_instance(instance_id)
+        if inst.status not in INSTANCE_ACTIVE or not inst.deadline or inst.deadline >= now:
+            return False
+        tr = Transition(inst, graph_for_version(inst.version_id), now)
+        _expire(tr, now)
+        tr.commit()
+    return True
+
+
+def cancel_instance(instance_id: int, reason: str = "cancelled by request", now: datetime | None = None) -> bool:
+    now = now or timezone.now()
+    with transaction.atomic():
+        inst = _lock_instance(instance_id)
+        if inst.status not in INSTANCE_ACTIVE and inst.status != InstanceStatus.HALTED:
+            return False
+        tr = Transition(inst, graph_for_version(inst.version_id), now)
+        _stop_instance(tr, InstanceStatus.CANCELLED, "cancelled", {"message": reason})
+        tr.commit()
+    return True
+
+
+# --- Jobs ---------------------------------------------------------------------------------------
+
+def run_step(step_id: int, worker: str, queue: str | None = None) -> int:
+    """What a worker does with one job: claim, run, commit, and carry on inline while a single
+    same-queue successor follows (each step still committed on its own). Returns steps run."""
+    claim = claim_step(step_id, worker)
+    ran = 0
+    inline_allowed = conf("INLINE_CONTINUATION")
+    while claim is not None:
+        outcome = run_claimed(claim)
+        ran += 1
+        claim = finish_step(claim, outcome, allow_inline=inline_allowed)
+    return ran

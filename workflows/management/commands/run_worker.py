@@ -1,0 +1,39 @@
+from __future__ import annotations
+
+from typing import Any
+
+import django_rq
+from django.core.management.base import BaseCommand, CommandError
+
+from workflows.workers import ForkingStepWorker, StepWorker
+
+QUEUES = ("ai", "io", "default")
+
+
+class Command(BaseCommand):
+    help = ("Run a worker for one or more queues. The `ai` queue gets the asyncio consumer that keeps many "
+            "LLM calls in flight; `io` and `default` get an RQ worker.")
+
+    def add_arguments(self, parser: Any) -> None:
+        parser.add_argument("queues", nargs="+", choices=QUEUES)
+        parser.add_argument("--burst", action="store_true", help="exit when the queues are empty")
+        parser.add_argument("--fork", action="store_true", help="fork a work horse per job (sync queues)")
+        parser.add_argument("--name", default=None, help="worker name (default: RQ's)")
+        parser.add_argument("--max-in-flight", type=int, default=None, help="ai consumer: concurrent jobs")
+        parser.add_argument("--sync", action="store_true",
+                            help="serve the ai queue with a plain RQ worker, one LLM call at a time")
+
+    def handle(self, *args: Any, **options: Any) -> None:
+        queues = options["queues"]
+        if "ai" in queues and not options["sync"]:
+            if len(queues) > 1:
+                raise CommandError("the ai queue runs in its own consumer: start it separately")
+            from workflows.aiworker import run_ai_worker
+
+            run_ai_worker(burst=options["burst"], name=options["name"],
+                          max_in_flight=options["max_in_flight"])
+            return
+        worker_class = ForkingStepWorker if options["fork"] else StepWorker
+        rq_queues = [django_rq.get_queue(name) for name in queues]
+        worker = worker_class(rq_queues, connection=rq_queues[0].connection, name=options["name"])
+        worker.work(burst=options["burst"], with_scheduler=False, logging_level="WARNING")

@@ -1,0 +1,86 @@
+from __future__ import annotations
+
+import json
+import os
+import time
+from pathlib import Path
+from typing import Any
+
+from django.core.management.base import BaseCommand, CommandError
+
+from workflows import executor
+from workflows.api_shapes import run_summary
+from workflows.definitions import save_document
+from workflows.engine.errors import GraphInvalid, PayloadTooLarge
+from workflows.engine.statuses import InstanceStatus
+from workflows.models import WorkflowDefinition
+
+# Statuses after which waiting longer shows nothing new without a person acting.
+SETTLED = {InstanceStatus.COMPLETED, InstanceStatus.FAILED, InstanceStatus.CANCELLED, InstanceStatus.HALTED,
+           InstanceStatus.COMPENSATED, InstanceStatus.WAITING}
+
+
+class Command(BaseCommand):
+    help = ("Start an instance of a workflow (a slug, or a graph JSON file saved first as a new version) "
+            "and print one JSON object: id, status, reason, step count, context.")
+
+    def add_arguments(self, parser: Any) -> None:
+        parser.add_argument("workflow", help="definition slug, or path to a graph JSON file")
+        parser.add_argument("--input", default="{}", help="start input as a JSON object")
+        parser.add_argument("--wait", type=float, default=0.0, help="seconds to wait for the instance to settle")
+        parser.add_argument("--idempotency-key", default=None)
+        parser.add_argument("--burst", action="store_true",
+                            help="run the steps in this process (no workers needed); implies waiting")
+
+    def handle(self, *args: Any, **options: Any) -> None:
+        try:
+            start_input = json.loads(options["input"])
+        except json.JSONDecodeError as exc:
+            raise CommandError(f"--input is not valid JSON: {exc.msg}") from None
+        if not isinstance(start_input, dict):
+            raise CommandError("--input must be a JSON object")
+        version = self._version(options["workflow"])
+        try:
+            instance = executor.start_instance(version, start_input,
+                                               idempotency_key=options["idempotency_key"])
+        except PayloadTooLarge as exc:
+            raise CommandError(exc.message) from None
+        wait = options["wait"] or (60.0 if options["burst"] else 0.0)
+        deadline = time.monotonic() + wait
+        while time.monotonic() < deadline:
+            instance.refresh_from_db()
+            if instance.status in SETTLED:
+                break
+            if options["burst"]:
+                from workflows.inprocess import drain
+
+                drain()
+            else:
+                time.sleep(0.1)
+        instance.refresh_from_db()
+        self.stdout.write(json.dumps(run_summary(instance), default=str))
+
+    def _version(self, ref: str) -> Any:
+        if ref.endswith(".json") or os.path.sep in ref:
+            path = Path(ref)
+            try:
+                document = json.loads(path.read_text())
+            except OSError as exc:
+                raise CommandError(f"cannot read {ref}: {exc.strerror}") from None
+            except json.JSONDecodeError as exc:
+                raise CommandError(f"{ref} is not valid JSON: {exc.msg} at line {exc.lineno}") from None
+            try:
+                version, _ = save_document(document, message=f"run_workflow {path.name}")
+            except GraphInvalid as exc:
+                raise CommandError("invalid graph:\n" + "\n".join(f"  {i}" for i in exc.issues)) from None
+            return version
+        definition = WorkflowDefinition.objects.filter(slug=ref).first()
+        if definition is None:
+            known = ", ".join(WorkflowDefinition.objects.values_list("slug", flat=True)) or "none"
+            raise CommandError(f"no workflow {ref!r} (known: {known}); run load_examples or pass a file")
+        version = definition.latest_version()
+        if version is None:
+            raise CommandError(f"workflow {ref!r} has no saved version")
+        return version
+
+

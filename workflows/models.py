@@ -1,0 +1,223 @@
+"""Definitions, versions, instances, step runs, the event log and checkpoints.
+
+The database is the source of truth: Redis only carries job ids. Hot-path writes live in
+executor.py; behaviour that belongs to one row lives here.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import secrets
+from typing import Any
+
+from django.conf import settings
+from django.db import models
+from django.utils import timezone
+
+from workflows.engine.graph import Graph
+from workflows.engine.statuses import InstanceStatus, StepStatus
+
+
+def new_trace_id() -> str:
+    """A W3C traceparent: version 00, 16-byte trace id, 8-byte parent span id, sampled."""
+    return f"00-{secrets.token_hex(16)}-{secrets.token_hex(8)}-01"
+
+
+def canonical_json(value: Any) -> bytes:
+    return json.dumps(value, sort_keys=True, separators=(",", ":"), default=str).encode()
+
+
+class WorkflowDefinition(models.Model):
+    slug = models.SlugField(max_length=100, unique=True)
+    name = models.CharField(max_length=200)
+    description = models.TextField(blank=True)
+    archived = models.BooleanField(default=False)
+    created_by = models.ForeignKey(settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.SET_NULL,
+                                   related_name="+")
+    created_at = models.DateTimeField(default=timezone.now)
+
+    class Meta:
+        ordering = ["slug"]
+
+    def __str__(self) -> str:
+        return self.slug
+
+    def latest_version(self) -> WorkflowVersion | None:
+        return self.versions.order_by("-number").first()
+
+
+class ImmutableVersion(Exception):
+    pass
+
+
+class WorkflowVersion(models.Model):
+    """One immutable version of a definition's graph. Running instances keep the one they started on."""
+
+    definition = models.ForeignKey(WorkflowDefinition, on_delete=models.CASCADE, related_name="versions")
+    number = models.PositiveIntegerField()
+    graph = models.JSONField()
+    checksum = models.CharField(max_length=64)
+    message = models.CharField(max_length=500, blank=True)
+    created_by = models.ForeignKey(settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.SET_NULL,
+                                   related_name="+")
+    created_at = models.DateTimeField(default=timezone.now)
+
+    class Meta:
+        constraints = [models.UniqueConstraint(fields=["definition", "number"], name="unique_version_number")]
+        ordering = ["definition", "-number"]
+
+    def __str__(self) -> str:
+        return f"{self.definition.slug} v{self.number}"
+
+    def save(self, *args: Any, **kwargs: Any) -> None:
+        if self.pk is not None:
+            raise ImmutableVersion("workflow versions are immutable: save a new version instead")
+        self.checksum = hashlib.sha256(canonical_json(self.graph)).hexdigest()
+        super().save(*args, **kwargs)
+
+    def as_graph(self) -> Graph:
+        return Graph.from_json(self.graph)
+
+
+class WorkflowInstance(models.Model):
+    version = models.ForeignKey(WorkflowVersion, on_delete=models.PROTECT, related_name="instances")
+    status = models.CharField(max_length=16, choices=InstanceStatus.choices, default=InstanceStatus.PENDING,
+                              db_index=True)
+    input = models.JSONField(default=dict)
+    context = models.JSONField(default=dict)
+    # Scheduler state: visits per node and pending joins (see engine/scheduling.py).
+    state = models.JSONField(default=dict)
+    loop_count = models.PositiveIntegerField(default=0)
+    max_transitions = models.PositiveIntegerField()
+    deadline = models.DateTimeField(null=True, blank=True)
+    open_steps = models.IntegerField(default=0)  # steps not yet finished: 0 and an end reached = done
+    event_seq = models.PositiveIntegerField(default=0)
+    trace_id = models.CharField(max_length=55, default=new_trace_id)
+    idempotency_key = models.CharField(max_length=200, null=True, blank=True, unique=True)
+    halt_reason = models.CharField(max_length=32, blank=True)
+    error = models.JSONField(null=True, blank=True)
+    tokens = models.PositiveBigIntegerField(default=0)
+    cost_usd = models.DecimalField(max_digits=14, decimal_places=6, default=0)
+    budget_usd = models.DecimalField(max_digits=14, decimal_places=6, null=True, blank=True)
+    created_by = models.ForeignKey(settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.SET_NULL,
+                                   related_name="+")
+    created_at = models.DateTimeField(default=timezone.now, db_index=True)
+    updated_at = models.DateTimeField(default=timezone.now)
+    finished_at = models.DateTimeField(null=True, blank=True)
+
+    class Meta:
+        ordering = ["-id"]
+        indexes = [models.Index(fields=["status", "deadline"], name="instance_status_deadline")]
+
+    def __str__(self) -> str:
+        return f"instance {self.pk} ({self.status})"
+
+    @property
+    def definition(self) -> WorkflowDefinition:
+        return self.version.definition
+
+    @property
+    def is_final(self) -> bool:
+        from workflows.engine.statuses import INSTANCE_FINAL
+
+        return self.status in INSTANCE_FINAL
+
+
+class StepRun(models.Model):
+    """One execution of one node in one instance. (instance, node, visit) is unique: a step's result
+    commits at most once; retries are attempts of the same row."""
+
+    instance = models.ForeignKey(WorkflowInstance, on_delete=models.CASCADE, related_name="steps")
+    node_id = models.CharField(max_length=64)
+    node_type = models.CharField(max_length=32)
+    visit = models.PositiveIntegerField()
+    attempt = models.PositiveIntegerField(default=0)
+    status = models.CharField(max_length=16, choices=StepStatus.choices, default=StepStatus.QUEUED)
+    queue = models.CharField(max_length=16)
+    input = models.JSONField(null=True, blank=True)
+    output = models.JSONField(null=True, blank=True)
+    error = models.JSONField(null=True, blank=True)
+    usage = models.JSONField(null=True, blank=True)
+    worker = models.CharField(max_length=200, blank=True)
+    lease_token = models.CharField(max_length=32, blank=True)
+    lease_until = models.DateTimeField(null=True, blank=True)
+    due_at = models.DateTimeField(null=True, blank=True)
+    idempotency_key = models.CharField(max_length=200)
+    trace_id = models.CharField(max_length=55)
+    created_at = models.DateTimeField(default=timezone.now)
+    started_at = models.DateTimeField(null=True, blank=True)
+    finished_at = models.DateTimeField(null=True, blank=True)
+    heartbeat_at = models.DateTimeField(null=True, blank=True)
+    degraded = models.BooleanField(default=False)
+
+    class Meta:
+        constraints = [
+            models.UniqueConstraint(fields=["instance", "node_id", "visit"], name="unique_step_visit"),
+        ]
+        indexes = [
+            models.Index(fields=["status", "due_at"], name="step_status_due"),
+            models.Index(fields=["status", "lease_until"], name="step_status_lease"),
+        ]
+        ordering = ["id"]
+
+    def __str__(self) -> str:
+        return f"{self.node_id}#{self.visit} ({self.status})"
+
+    @property
+    def duration_s(self) -> float | None:
+        if self.started_at and self.finished_at:
+            return (self.finished_at - self.started_at).total_seconds()
+        return None
+
+
+class Event(models.Model):
+    """Append-only log per instance, written in the same transaction as the change it records."""
+
+    instance = models.ForeignKey(WorkflowInstance, on_delete=models.CASCADE, related_name="events")
+    seq = models.PositiveIntegerField()
+    type = models.CharField(max_length=40)
+    node_id = models.CharField(max_length=64, blank=True)
+    step = models.ForeignKey(StepRun, null=True, blank=True, on_delete=models.SET_NULL, related_name="+")
+    payload = models.JSONField(default=dict)
+    trace_id = models.CharField(max_length=55)
+    created_at = models.DateTimeField(default=timezone.now)
+
+    class Meta:
+        constraints = [models.UniqueConstraint(fields=["instance", "seq"], name="unique_event_seq")]
+        ordering = ["instance", "seq"]
+
+    def __str__(self) -> str:
+        return f"{self.instance_id}#{self.seq} {self.type}"
+
+    def as_message(self) -> dict[str, Any]:
+        return {
+            "instance": self.instance_id,
+            "seq": self.seq,
+            "type": self.type,
+            "node": self.node_id,
+            "step": self.step_id,
+            "payload": self.payload,
+            "at": self.created_at.isoformat(),
+        }
+
+
+class Checkpoint(models.Model):
+    """The instance's state after a step, with a checksum; recovery takes the newest that verifies."""
+
+    instance = models.ForeignKey(WorkflowInstance, on_delete=models.CASCADE, related_name="checkpoints")
+    seq = models.PositiveIntegerField()  # the event seq it was taken at
+    state = models.JSONField()
+    checksum = models.CharField(max_length=64)
+    created_at = models.DateTimeField(default=timezone.now)
+
+    class Meta:
+        ordering = ["instance", "-seq"]
+        indexes = [models.Index(fields=["instance", "-seq"], name="checkpoint_latest")]
+
+    @staticmethod
+    def checksum_of(state: dict[str, Any]) -> str:
+        return hashlib.sha256(canonical_json(state)).hexdigest()
+
+    def verifies(self) -> bool:
+        return self.checksum == self.checksum_of(self.state)

@@ -1,0 +1,125 @@
+"""The scheduler/reconciler: the database, not Redis, says what is due.
+
+Each tick:
+- promotes timers and retries whose time has come (pending/retrying -> queued) and enqueues them;
+- re-enqueues queued steps that no queue holds (Redis flushed or restarted, a crash between commit
+  and enqueue) once they have waited REDISPATCH_AFTER_S;
+- takes back running steps whose lease expired (the worker died or hung): retried while attempts
+  remain, otherwise failed;
+- stops instances past their deadline (TTL).
+Everything it does is safe to repeat: duplicate jobs lose the claim and do nothing.
+"""
+
+from __future__ import annotations
+
+import logging
+from dataclasses import dataclass
+from datetime import datetime, timedelta
+
+from django.utils import timezone
+
+from workflows import dispatch, executor
+from workflows.engine.errors import StepError
+from workflows.engine.statuses import INSTANCE_ACTIVE, StepStatus
+from workflows.models import StepRun, WorkflowInstance
+
+log = logging.getLogger("steadyflow.reconciler")
+BATCH = 500
+
+
+@dataclass
+class TickReport:
+    promoted: int = 0
+    redispatched: int = 0
+    reclaimed: int = 0
+    expired: int = 0
+
+    def __bool__(self) -> bool:
+        return bool(self.promoted or self.redispatched or self.reclaimed or self.expired)
+
+
+def promote_due(now: datetime) -> int:
+    due = list(StepRun.objects.filter(status__in=(StepStatus.PENDING, StepStatus.RETRYING), due_at__lte=now)
+               .values_list("pk", "queue", "status")[:BATCH])
+    ready = []
+    for pk, queue, status in due:
+        # Conditional: a concurrent cancel or another scheduler wins cleanly.
+        if StepRun.objects.filter(pk=pk, status=status).update(status=StepStatus.QUEUED, due_at=now):
+            ready.append((pk, queue))
+    if ready:
+        dispatch.enqueue_steps(ready)
+    return len(ready)
+
+
+def redispatch_lost(now: datetime, after_s: float) -> int:
+    from rq.job import Job, JobStatus
+
+    import django_rq
+
+    stale = list(StepRun.objects.filter(status=StepStatus.QUEUED, due_at__lte=now - timedelta(seconds=after_s))
+                 .values_list("pk", "queue")[:BATCH])
+    lost = []
+    for pk, queue in stale:
+        connection = django_rq.get_connection(queue)
+        try:
+            job = Job.fetch(dispatch.job_id_for(pk), connection=connection)
+            status = job.get_status(refresh=False)
+        except Exception:  # noqa: BLE001 - NoSuchJobError, or a job hash that no longer parses
+            status = None
+        if status in (JobStatus.QUEUED, JobStatus.STARTED, JobStatus.SCHEDULED, JobStatus.DEFERRED):
+            continue
+        lost.append((pk, queue))
+    if lost:
+        StepRun.objects.filter(pk__in=[pk for pk, _ in lost], status=StepStatus.QUEUED).update(due_at=now)
+        dispatch.enqueue_steps(lost)
+        log.warning("re-dispatched %d queued step(s) that no queue held", len(lost))
+    return len(lost)
+
+
+def reclaim_expired_leases(now: datetime) -> int:
+    expired = list(StepRun.objects.filter(status=StepStatus.RUNNING, lease_until__lt=now)
+                   .values_list("pk", "lease_token")[:BATCH])
+    count = 0
+    for pk, token in expired:
+        claim = _claim_for_reclaim(pk, token)
+        if claim is None:
+            continue
+        error = StepError(f"worker {claim.worker or '?'} stopped heartbeating (lease expired)",
+                          details={"code": "lease_expired"})
+        # Retried per the node's policy, like any transient failure; out of attempts, it fails.
+        executor.finish_step(claim, executor.Outcome(error=error), now=now)
+        count += 1
+    return count
+
+
+def _claim_for_reclaim(pk: int, token: str) -> executor.Claim | None:
+    step = StepRun.objects.filter(pk=pk, status=StepStatus.RUNNING, lease_token=token).first()
+    if step is None:
+        return None
+    instance = WorkflowInstance.objects.get(pk=step.instance_id)
+    graph = executor.graph_for_version(instance.version_id)
+    node = graph.nodes[step.node_id]
+    from workflows.engine.nodes import get_kind
+
+    return executor.Claim(step=step, instance=instance, graph=graph, node=node, kind=get_kind(node.type),
+                          token=token, worker=step.worker)
+
+
+def expire_instances(now: datetime) -> int:
+    ids = list(WorkflowInstance.objects.filter(status__in=INSTANCE_ACTIVE, deadline__lt=now)
+               .values_list("pk", flat=True)[:BATCH])
+    return sum(1 for pk in ids if executor.expire_instance(pk, now))
+
+
+def tick(now: datetime | None = None) -> TickReport:
+    now = now or timezone.now()
+    conf = executor.conf
+    report = TickReport()
+    report.expired = expire_instances(now)
+    report.reclaimed = reclaim_expired_leases(now)
+    report.promoted = promote_due(now)
+    report.redispatched = redispatch_lost(now, conf("REDISPATCH_AFTER_S"))
+    return report
+
+
+
