@@ -4,7 +4,7 @@ VENV := .venv
 PY := $(VENV)/bin/python
 STAMP := $(VENV)/.installed-$(shell cksum pyproject.toml | cut -d' ' -f1)
 
-.PHONY: run test test-engine bench lint typecheck vendor install clean
+.PHONY: run test test-engine bench lint vendor install clean
 
 install: $(STAMP)
 
@@ -37,3 +37,7 @@ lint: install
 
 clean:
 	rm -rf var/*.sqlite3* var/redis var/redis.sock
+
+## Re-fetch the pinned front-end libraries (package.json) into static/vendor.
+vendor:
+	bash scripts/vendor.sh

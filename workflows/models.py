@@ -109,6 +109,7 @@ class WorkflowInstance(models.Model):
     class Meta:
         ordering = ["-id"]
         indexes = [models.Index(fields=["status", "deadline"], name="instance_status_deadline")]
+        permissions = [("operate_workflowinstance", "Can cancel, retry and decide reviews of instances")]
 
     def __str__(self) -> str:
         return f"instance {self.pk} ({self.status})"
