@@ -6,9 +6,10 @@ later as a confusing runtime error in a worker.
 
 from __future__ import annotations
 
+import json
 import os
 from collections.abc import Callable
-from typing import TypeVar
+from typing import Any, TypeVar
 
 from django.core.exceptions import ImproperlyConfigured
 
@@ -82,3 +83,10 @@ def env_url(name: str, default: str | None, schemes: tuple[str, ...]) -> str | N
         return raw
 
     return _get(name, default, parse, "a URL")
+
+
+def env_json(name: str, default: Any) -> Any:
+    def parse(raw: str) -> Any:
+        return json.loads(raw)
+
+    return _get(name, default, parse, "JSON")

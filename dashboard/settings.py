@@ -8,7 +8,7 @@ from pathlib import Path
 import dj_database_url
 from django.core.exceptions import ImproperlyConfigured
 
-from dashboard.env import env_bool, env_float, env_int, env_list, env_str, env_url
+from dashboard.env import env_bool, env_float, env_int, env_json, env_list, env_str, env_url
 
 BASE_DIR = Path(__file__).resolve().parent.parent
 VAR_DIR = Path(env_str("STEADYFLOW_VAR_DIR", str(BASE_DIR / "var")))
@@ -139,6 +139,9 @@ STEADYFLOW = {
     "SCHEDULER_INTERVAL_S": env_float("STEADYFLOW_SCHEDULER_INTERVAL_S", 0.5, minimum=0.05),
     # Run a single same-queue successor in the same job (see README, "Inline continuation").
     "INLINE_CONTINUATION": env_bool("STEADYFLOW_INLINE_CONTINUATION", True),
+    # Modules imported at start-up that register more `python` node functions (register_function),
+    # so every process (web, workers) knows them: a comma-separated list of dotted module paths.
+    "EXTRA_FUNCTION_MODULES": env_list("STEADYFLOW_EXTRA_FUNCTIONS", []),
     # Outbound HTTP: private and loopback addresses are refused unless allow-listed here.
     "HTTP_ALLOWLIST": env_list("STEADYFLOW_HTTP_ALLOWLIST", []),
     # OpenAI-compatible LLM provider
@@ -146,6 +149,18 @@ STEADYFLOW = {
     "LLM_API_KEY": env_str("STEADYFLOW_LLM_API_KEY", ""),
     "LLM_MAX_IN_FLIGHT": env_int("STEADYFLOW_LLM_MAX_IN_FLIGHT", 500, minimum=1),
     "LLM_MAX_PER_PROVIDER": env_int("STEADYFLOW_LLM_MAX_PER_PROVIDER", 400, minimum=1),
+    # Circuit breaker per LLM provider/model (shared by all workers through the database)
+    "BREAKER_FAILURE_RATIO": env_float("STEADYFLOW_BREAKER_FAILURE_RATIO", 0.5, minimum=0.0),
+    "BREAKER_WINDOW_S": env_float("STEADYFLOW_BREAKER_WINDOW_S", 60.0, minimum=1.0),
+    "BREAKER_MIN_CALLS": env_int("STEADYFLOW_BREAKER_MIN_CALLS", 5, minimum=1),
+    "BREAKER_COOLDOWN_S": env_float("STEADYFLOW_BREAKER_COOLDOWN_S", 30.0, minimum=0.0),
+    # What a TTL does to an instance past its deadline: halt into review, or fail.
+    "TTL_ACTION": env_str("STEADYFLOW_TTL_ACTION", "halt"),
+    # Four eyes: the user who started an instance may not approve its review items.
+    "REVIEW_FOUR_EYES": env_bool("STEADYFLOW_REVIEW_FOUR_EYES", False),
+    # Per-model prices in USD per 1,000 tokens, JSON: {"gpt-4o-mini": {"prompt_per_1k": 0.00015,
+    # "completion_per_1k": 0.0006}}; "*" applies to models not listed.
+    "LLM_PRICES": env_json("STEADYFLOW_LLM_PRICES", {}),
     # Payload cap for step outputs and context (bytes of JSON).
     "MAX_PAYLOAD_BYTES": env_int("STEADYFLOW_MAX_PAYLOAD_BYTES", 1_000_000, minimum=1024),
     # Live view publishing over Channels
@@ -153,6 +168,10 @@ STEADYFLOW = {
     # Small endpoints the examples call when run locally (make run turns them on).
     "DEMO_ENDPOINTS": env_bool("STEADYFLOW_DEMO_ENDPOINTS", False),
 }
+
+if STEADYFLOW["TTL_ACTION"] not in ("halt", "fail"):
+    raise ImproperlyConfigured(f"STEADYFLOW_TTL_ACTION={STEADYFLOW['TTL_ACTION']!r} is not valid: "
+                               "expected halt or fail")
 
 LOG_LEVEL = env_str("LOG_LEVEL", "INFO").upper()
 if LOG_LEVEL not in {"DEBUG", "INFO", "WARNING", "ERROR", "CRITICAL"}:

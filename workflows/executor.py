@@ -58,6 +58,7 @@ def engine_config() -> EngineConfig:
         http_allowlist=tuple(conf("HTTP_ALLOWLIST")),
         llm_base_url=conf("LLM_BASE_URL"),
         llm_api_key=conf("LLM_API_KEY"),
+        llm_max_per_provider=conf("LLM_MAX_PER_PROVIDER"),
         llm_prices=settings.STEADYFLOW.get("LLM_PRICES", {}),
         default_timeout_s=conf("DEFAULT_STEP_TIMEOUT_S"),
     )
@@ -71,6 +72,32 @@ def graph_for_version(version_id: int) -> Graph:
 
 def queue_for(node: Node, kind: NodeKind) -> str:
     return node.queue or kind.default_queue
+
+
+COMPENSATE_PREFIX = "compensate:"
+
+
+def compensation_node(node: Node) -> Node | None:
+    """The action that undoes a node's effect (saga), as a node of its own; None if it declares none.
+
+    `compensate` is a python function name, or {"type", "config", "retry", "timeout_s", "queue"}.
+    """
+    spec = node.compensate
+    if not spec:
+        return None
+    if isinstance(spec, str):
+        spec = {"type": "python", "config": {"function": spec}}
+    return Node(id=COMPENSATE_PREFIX + node.id, type=spec.get("type", "python"),
+                config=dict(spec.get("config") or {}), queue=spec.get("queue") or node.queue,
+                retry=dict(spec.get("retry") or {"max_attempts": 3}), timeout_s=spec.get("timeout_s"), raw=spec)
+
+
+def node_for_step(graph: Graph, node_id: str) -> Node:
+    if node_id.startswith(COMPENSATE_PREFIX):
+        node = compensation_node(graph.nodes[node_id[len(COMPENSATE_PREFIX):]])
+        assert node is not None
+        return node
+    return graph.nodes[node_id]
 
 
 # --- Writing state ------------------------------------------------------------------------------
@@ -143,7 +170,7 @@ def _check_payload(what: str, value: Any) -> None:
 
 
 def _new_step(tr: Transition, node_id: str, *, claim_for: str | None = None,
-              token: str = "") -> StepRun:
+              token: str = "", park: bool = False) -> StepRun:
     """Activate a node: a new visit, queued (or already claimed by this worker for inline running)."""
     graph = tr.graph
     node = graph.nodes[node_id]
@@ -165,6 +192,9 @@ def _new_step(tr: Transition, node_id: str, *, claim_for: str | None = None,
         step.status = StepStatus.SUCCEEDED
         step.started_at = step.finished_at = tr.now
         step.attempt = 1
+    elif park:
+        step.status = StepStatus.PENDING
+        step.due_at = None
     elif claim_for:
         step.status = StepStatus.RUNNING
         step.attempt = 1
@@ -175,6 +205,8 @@ def _new_step(tr: Transition, node_id: str, *, claim_for: str | None = None,
     step.save(force_insert=True)
     if kind.structural:
         tr.event("step_succeeded", node_id, step, visit=visit, structural=True)
+    elif park:
+        tr.event("step_pending", node_id, step, visit=visit)
     elif claim_for:
         tr.event("step_started", node_id, step, visit=visit, attempt=1, worker=claim_for, queue=step.queue)
     else:
@@ -205,8 +237,9 @@ def start_instance(version: WorkflowVersion, start_input: dict[str, Any] | None 
     with transaction.atomic():
         instance = WorkflowInstance.objects.create(
             version=version, status=InstanceStatus.RUNNING, input=start_input, context=dict(start_input),
-            state={"visits": {}, "joins": {}}, max_transitions=graph.settings.max_transitions
-            or conf("DEFAULT_MAX_TRANSITIONS"), deadline=now + timedelta(seconds=ttl),
+            state={"visits": {}, "joins": {}, "budget_tokens": graph.settings.budget_tokens},
+            max_transitions=graph.settings.max_transitions or conf("DEFAULT_MAX_TRANSITIONS"),
+            deadline=now + timedelta(seconds=ttl),
             idempotency_key=idempotency_key or None, created_by=user if getattr(user, "pk", None) else None,
             created_at=now, updated_at=now,
             budget_usd=Decimal(str(budget)) if budget is not None else None,
@@ -255,7 +288,13 @@ def claim_step(step_id: int, worker: str, now: datetime | None = None) -> Claim 
         instance = _lock_instance(step.instance_id)
         graph = graph_for_version(instance.version_id)
         tr = Transition(instance, graph, now)
-        if instance.status not in INSTANCE_ACTIVE:
+        if instance.status == InstanceStatus.HALTED:
+            # A job that was already on its queue when the instance halted: park the step again
+            # (the claim's attempt is given back) until an operator resumes the instance.
+            StepRun.objects.filter(pk=step_id).update(status=StepStatus.PENDING, due_at=None, lease_token="",
+                                                      lease_until=None, attempt=F("attempt") - 1)
+            return None
+        if not _may_run(instance, step.node_id):
             StepRun.objects.filter(pk=step_id).update(status=StepStatus.CANCELLED, finished_at=now)
             instance.open_steps -= 1
             tr.set_instance(open_steps=instance.open_steps)
@@ -269,9 +308,15 @@ def claim_step(step_id: int, worker: str, now: datetime | None = None) -> Claim 
         tr.event("step_started", step.node_id, step, visit=step.visit, attempt=step.attempt, worker=worker,
                  queue=step.queue)
         tr.commit(checkpoint=False)
-    node = graph.nodes[step.node_id]
+    node = node_for_step(graph, step.node_id)
     return Claim(step=step, instance=instance, graph=graph, node=node, kind=get_kind(node.type), token=token,
                  worker=worker)
+
+
+def _may_run(instance: WorkflowInstance, node_id: str) -> bool:
+    if node_id.startswith(COMPENSATE_PREFIX):
+        return instance.status == InstanceStatus.COMPENSATING
+    return instance.status in INSTANCE_ACTIVE
 
 
 # --- Running ------------------------------------------------------------------------------------
@@ -318,11 +363,16 @@ def build_call(claim: Claim, now: datetime | None = None) -> StepCall:
         earlier = (StepRun.objects.filter(instance_id=inst.pk, node_id=node.id, visit__lt=claim.step.visit)
                    .aggregate(total=Sum("attempt"))["total"]) or 0
         call_index = earlier + claim.step.attempt - 1
+    gate = None
+    if node.type == "llm":
+        from workflows.breakers import DatabaseBreaker, provider_key
+
+        gate = DatabaseBreaker(provider_key(config))
     call = StepCall(
         node=node, config=config, context=inst.context, steps=steps, start_input=inst.input,
         instance_id=inst.pk, visit=claim.step.visit, attempt=claim.step.attempt,
         idempotency_key=claim.step.idempotency_key, trace_id=inst.trace_id, now=now,
-        activated_at=claim.step.created_at, engine=engine_config(), call_index=call_index,
+        activated_at=claim.step.created_at, engine=engine_config(), call_index=call_index, breaker=gate,
     )
     claim.call = call
     return call
@@ -403,9 +453,15 @@ def finish_step(claim: Claim, outcome: Outcome, *, allow_inline: bool = False,
             # Our lease was taken over (or the step was cancelled): the outcome must not commit.
             log.warning("step %s: lease lost, outcome discarded", claim.step.pk)
             return None
-        if instance.status not in INSTANCE_ACTIVE:
+        if not _may_run(instance, step.node_id) and instance.status != InstanceStatus.HALTED:
             _close_step(tr, step, StepStatus.CANCELLED, reason=f"instance is {instance.status}")
             tr.commit(checkpoint=False)
+            return None
+        if outcome.error is not None and outcome.error.code == "circuit_open":
+            _park_step(tr, step)
+            _halt(tr, "circuit_open", {"message": outcome.error.message, "node": step.node_id,
+                                       **outcome.error.details}, step=step)
+            tr.commit()
             return None
         if outcome.error is not None:
             _fail_attempt(tr, step, claim, outcome.error)
@@ -422,6 +478,13 @@ def finish_step(claim: Claim, outcome: Outcome, *, allow_inline: bool = False,
 
 def _succeed(tr: Transition, step: StepRun, claim: Claim, result: NodeResult, allow_inline: bool) -> Claim | None:
     inst = tr.instance
+    if step.node_id.startswith(COMPENSATE_PREFIX):
+        StepRun.objects.filter(pk=step.pk).update(status=StepStatus.SUCCEEDED, output=result.output,
+                                                  finished_at=tr.now, input=_redacted_input(claim), error=None)
+        tr.event("compensation_succeeded", step.node_id, step, visit=step.visit, attempt=step.attempt)
+        _compensate_next(tr, done=step)
+        tr.commit()
+        return None
     if result.context_updates:
         new_context = {**inst.context, **result.context_updates}
         try:
@@ -449,15 +512,31 @@ def _succeed(tr: Transition, step: StepRun, claim: Claim, result: NodeResult, al
              duration_ms=round((tr.now - step.started_at).total_seconds() * 1000, 2) if step.started_at else None,
              usage=usage, degraded=result.degraded)
     tr.set_instance(open_steps=inst.open_steps - 1)
+    hold = _budget_exceeded(inst) if usage else None
     inline = _resolve(tr, step, result.output, fired, inline_queue=step.queue if allow_inline else None,
-                      worker=claim.worker)
+                      worker=claim.worker, hold=hold)
     tr.commit()
     return inline
 
 
+def _budget_exceeded(inst: WorkflowInstance) -> dict[str, Any] | None:
+    """Past its cost or token budget, an instance halts before anything else starts."""
+    if inst.budget_usd is not None and Decimal(inst.cost_usd) > Decimal(inst.budget_usd):
+        return {"message": f"cost ${Decimal(inst.cost_usd):.6f} passed the budget of ${inst.budget_usd}",
+                "cost_usd": float(inst.cost_usd), "budget_usd": float(inst.budget_usd), "tokens": inst.tokens}
+    budget_tokens = inst.state.get("budget_tokens")
+    if budget_tokens is not None and inst.tokens > budget_tokens:
+        return {"message": f"{inst.tokens} tokens passed the budget of {budget_tokens}",
+                "tokens": inst.tokens, "budget_tokens": budget_tokens, "cost_usd": float(inst.cost_usd)}
+    return None
+
+
 def _resolve(tr: Transition, step: StepRun, output: Any, fired: dict[int, bool],
-             inline_queue: str | None = None, worker: str = "") -> Claim | None:
-    """Apply the scheduling decision for a finished step: skips, activations, loop breaker, end."""
+             inline_queue: str | None = None, worker: str = "",
+             hold: dict[str, Any] | None = None) -> Claim | None:
+    """Apply the scheduling decision for a finished step: skips, activations, loop breaker, end.
+
+    With `hold` (a budget overrun), the activations are kept for when an operator resumes."""
     inst = tr.instance
     graph = tr.graph
     state = inst.state
@@ -468,23 +547,44 @@ def _resolve(tr: Transition, step: StepRun, output: Any, fired: dict[int, bool],
     if decision.fired_edges:
         tr.event("edges_taken", step.node_id, step, edges=decision.fired_edges)
 
-    check = count_activations(inst.loop_count, len(decision.activate), inst.max_transitions)
+    if inst.status == InstanceStatus.HALTED:
+        # A step that was already running when the instance halted: its result stands, and what it
+        # activates waits for the operator's decision with the rest.
+        state.setdefault("resume", {}).setdefault("activate", []).extend(decision.activate)
+        return None
+    if hold is not None:
+        _halt(tr, "budget_exceeded", {**hold, "node": step.node_id}, resume_activations=decision.activate)
+        return None
+    return _activate(tr, decision.activate, inline_queue=inline_queue, worker=worker, after=step.node_id)
+
+
+def _activate(tr: Transition, activate: list[str], *, inline_queue: str | None = None, worker: str = "",
+              after: str = "") -> Claim | None:
+    """Start the given nodes (loop breaker first), then complete the instance if nothing is left."""
+    inst = tr.instance
+    graph = tr.graph
+    state = inst.state
+    check = count_activations(inst.loop_count, len(activate), inst.max_transitions)
     if not check.allowed:
-        _stop_instance(tr, InstanceStatus.FAILED, "loop_breaker",
-                       {"message": f"more than {inst.max_transitions} node activations (max_transitions)",
-                        "next": decision.activate, "path": list(state.get("trail", []))})
+        _halt(tr, "loop_breaker",
+              {"message": f"more than {inst.max_transitions} node activations (max_transitions)",
+               "max_transitions": inst.max_transitions, "next": activate,
+               "path": list(state.get("trail", []))}, resume_activations=activate)
         return None
     tr.set_instance(loop_count=check.loop_count)
 
     inline: Claim | None = None
-    candidates = [n for n in decision.activate if not get_kind(graph.nodes[n].type).structural]
-    for node_id in decision.activate:
+    candidates = [n for n in activate if not get_kind(graph.nodes[n].type).structural]
+    for node_id in activate:
         node = graph.nodes[node_id]
         kind = get_kind(node.type)
         if kind.structural:
             _new_step(tr, node_id)
             if node.type == "end":
                 state["ended"] = node_id
+            continue
+        if kind.awaits_person:
+            _open_human_task(tr, node)
             continue
         claim_inline = (inline_queue is not None and len(candidates) == 1 and not kind.is_async
                         and queue_for(node, kind) == inline_queue)
@@ -499,10 +599,30 @@ def _resolve(tr: Transition, step: StepRun, output: Any, fired: dict[int, bool],
         if state.get("ended"):
             _finish_instance(tr, InstanceStatus.COMPLETED, "", None)
         else:
-            _stop_instance(tr, InstanceStatus.FAILED, "dead_end", {
-                "message": f"node '{step.node_id}' finished and no path leads on: none of its outgoing "
-                           "conditions held and no other step is running", "node": step.node_id})
+            _fail_for_good(tr, "dead_end", {
+                "message": f"node '{after}' finished and no path leads on: none of its outgoing "
+                           "conditions held and no other step is running", "node": after})
     return inline
+
+
+def _open_human_task(tr: Transition, node: Node) -> None:
+    """A human node: its step waits (pending, no due time) for an answer in the review queue."""
+    from workflows.models import ReviewItem
+
+    step = _new_step(tr, node.id, park=True)
+    tr.set_instance(open_steps=tr.instance.open_steps + 1)
+    names = {"context": tr.instance.context, "steps": StepOutputs(tr.instance.pk), "input": tr.instance.input}
+    try:
+        prompt = expressions.render(node.config.get("prompt", ""), names)
+    except ExpressionError as exc:
+        prompt = f"{node.config.get('prompt', '')} (template failed: {exc})"
+    item = ReviewItem.objects.create(
+        instance=tr.instance, step=step, node_id=node.id, reason="human_task",
+        assignee_group=node.config.get("assignee_group", "operators"), created_at=tr.now,
+        details={"prompt": prompt, "inputs": node.config.get("inputs") or {}})
+    if tr.instance.status == InstanceStatus.RUNNING:
+        tr.set_instance(status=InstanceStatus.WAITING)
+    tr.event("human_task_opened", node.id, step, review=item.pk, prompt=prompt)
 
 
 def _fail_attempt(tr: Transition, step: StepRun, claim: Claim, error: StepError) -> None:
@@ -517,12 +637,30 @@ def _fail_attempt(tr: Transition, step: StepRun, claim: Claim, error: StepError)
         tr.event("step_retrying", step.node_id, step, visit=step.visit, attempt=step.attempt, error=info,
                  retry_in_s=round(delay, 3))
         return
+    if error.code == "lease_expired" and tr.instance.status != InstanceStatus.HALTED:
+        # A step whose worker died on every attempt (a poison step) would kill workers forever:
+        # park it and ask an operator, who may retry it, reroute or reject.
+        StepRun.objects.filter(pk=step.pk).update(error=info)
+        _park_step(tr, step)
+        # The error's own fields first: its "message" must not replace the one naming the step.
+        _halt(tr, "poison_step", {**info, "message": f"step '{step.node_id}' lost its worker on all "
+                                  f"{step.attempt} attempt(s)", "node": step.node_id, "attempts": step.attempt},
+              step=step)
+        return
+    if step.node_id.startswith(COMPENSATE_PREFIX):
+        # A compensation that keeps failing needs a person: park it, halt, and let an operator retry
+        # it or give up (reject).
+        StepRun.objects.filter(pk=step.pk).update(error=info, input=_redacted_input(claim))
+        _park_step(tr, step)
+        _halt(tr, "compensation_failed", {**info, "message": f"compensation {step.node_id} failed: "
+                                          f"{error.message}", "node": step.node_id}, step=step)
+        return
     StepRun.objects.filter(pk=step.pk).update(status=StepStatus.FAILED, error=info, finished_at=tr.now,
                                               lease_token="", lease_until=None, input=_redacted_input(claim))
     tr.event("step_failed", step.node_id, step, visit=step.visit, attempt=step.attempt, error=info)
     tr.set_instance(open_steps=tr.instance.open_steps - 1)
-    _stop_instance(tr, InstanceStatus.FAILED, "step_failed",
-                   {"message": f"step '{step.node_id}' failed: {error.message}", "node": step.node_id, **info})
+    _fail_for_good(tr, "step_failed",
+                   {**info, "message": f"step '{step.node_id}' failed: {error.message}", "node": step.node_id})
 
 
 def _defer(tr: Transition, step: StepRun, until: datetime) -> None:
@@ -548,8 +686,87 @@ def _cancel_open_steps(tr: Transition, reason: str) -> None:
 
 
 def _finish_instance(tr: Transition, status: str, reason: str, error: dict[str, Any] | None) -> None:
+    from workflows.models import ReviewItem
+
     tr.set_instance(status=status, halt_reason=reason, error=error, finished_at=tr.now)
     tr.event(f"instance_{status}", reason=reason, error=error)
+    # Nothing is left to decide on an instance that ended.
+    ReviewItem.objects.filter(instance=tr.instance, status="open").update(status="closed", decided_at=tr.now)
+
+
+def _park_step(tr: Transition, step: StepRun) -> None:
+    StepRun.objects.filter(pk=step.pk).update(status=StepStatus.PENDING, due_at=None, lease_token="",
+                                              lease_until=None)
+    tr.event("step_parked", step.node_id, step, visit=step.visit)
+
+
+def _halt(tr: Transition, reason: str, details: dict[str, Any], *, resume_activations: list[str] | None = None,
+          step: StepRun | None = None, abandon_running: bool = False) -> None:
+    """Halt into the review queue. Completed steps and context stay; queued work is parked.
+
+    Running steps finish and commit (their successors wait with the rest), unless `abandon_running`
+    (TTL): then their leases are revoked and whatever they return is discarded.
+    """
+    from workflows.models import ReviewItem
+
+    inst = tr.instance
+    parkable = [StepStatus.QUEUED, StepStatus.RETRYING] + ([StepStatus.RUNNING] if abandon_running else [])
+    parked = list(StepRun.objects.filter(instance=inst, status__in=parkable).values_list("pk", "node_id"))
+    if parked:
+        StepRun.objects.filter(pk__in=[pk for pk, _ in parked]).update(
+            status=StepStatus.PENDING, due_at=None, lease_token="", lease_until=None)
+    state = inst.state
+    resume = state.setdefault("resume", {})
+    resume.setdefault("activate", []).extend(resume_activations or [])
+    tr.set_instance(status=InstanceStatus.HALTED, halt_reason=reason, error=details, state=state)
+    item = ReviewItem.objects.create(instance=inst, step=step, node_id=str(details.get("node", "")),
+                                     reason=reason, details=details, created_at=tr.now)
+    tr.event("instance_halted", reason=reason, review=item.pk, details=details,
+             parked=[node_id for _, node_id in parked])
+
+
+def resume(tr: Transition, *, goto: str | None = None, note: str = "") -> None:
+    """Carry on after a halt: unpark parked steps and start what was held back, or (with `goto`)
+    drop both and start the chosen node instead. Runs under the instance lock."""
+    inst = tr.instance
+    state = inst.state
+    held = list(state.pop("resume", {}).get("activate", []))
+    parked = list(StepRun.objects.filter(instance=inst, status=StepStatus.PENDING, due_at__isnull=True)
+                  .exclude(node_type__in=_PERSON_KINDS()))
+    if goto is not None:
+        StepRun.objects.filter(pk__in=[s.pk for s in parked]).update(status=StepStatus.CANCELLED,
+                                                                       finished_at=tr.now)
+        for step in parked:
+            tr.event("step_cancelled", step.node_id, step, reason=f"rerouted to {goto}")
+        tr.set_instance(open_steps=inst.open_steps - len(parked))
+        state["joins"] = {}
+        held = [goto]
+    else:
+        StepRun.objects.filter(pk__in=[s.pk for s in parked]).update(status=StepStatus.QUEUED, due_at=tr.now)
+        for step in parked:
+            tr.event("step_queued", step.node_id, step, visit=step.visit, queue=step.queue, resumed=True)
+            tr.enqueue.append((step.pk, step.queue))
+    if state.get("compensation", {}).get("active"):
+        # Halted during compensation (compensation_failed): carry on compensating.
+        tr.set_instance(status=InstanceStatus.COMPENSATING, halt_reason="", error=None, state=state)
+        tr.event("instance_resumed", compensation=True, unparked=[s.node_id for s in parked], note=note)
+        return
+    waiting = StepRun.objects.filter(instance=inst, status=StepStatus.PENDING,
+                                     node_type__in=_PERSON_KINDS()).exists()
+    status = InstanceStatus.WAITING if waiting else InstanceStatus.RUNNING
+    tr.set_instance(status=status, halt_reason="", error=None, state=state)
+    if inst.deadline and inst.deadline <= tr.now:
+        ttl = tr.graph.settings.ttl_s or conf("DEFAULT_TTL_S")
+        tr.set_instance(deadline=tr.now + timedelta(seconds=ttl))
+    tr.event("instance_resumed", goto=goto, activate=held, unparked=[s.node_id for s in parked] if not goto else [],
+             note=note)
+    _activate(tr, held, after=goto or "")
+
+
+def _PERSON_KINDS() -> list[str]:
+    from workflows.engine.nodes import known_kinds
+
+    return [name for name, kind in known_kinds().items() if kind.awaits_person]
 
 
 def _stop_instance(tr: Transition, status: str, reason: str, error: dict[str, Any]) -> None:
@@ -558,11 +775,67 @@ def _stop_instance(tr: Transition, status: str, reason: str, error: dict[str, An
     _finish_instance(tr, status, reason, error)
 
 
+def _fail_for_good(tr: Transition, reason: str, error: dict[str, Any]) -> None:
+    _stop_instance(tr, InstanceStatus.FAILED, reason, error)
+    start_compensation(tr)
+
+
+def start_compensation(tr: Transition) -> bool:
+    """Saga: undo the completed steps that declare `compensate`, newest first, one at a time.
+
+    Returns False (the instance stays failed) when there is nothing to compensate."""
+    inst = tr.instance
+    done = (StepRun.objects.filter(instance=inst, status=StepStatus.SUCCEEDED)
+            .exclude(node_id__startswith=COMPENSATE_PREFIX).order_by("-finished_at", "-id")
+            .values_list("pk", "node_id"))
+    todo = [pk for pk, node_id in done if node_id in tr.graph.nodes and tr.graph.nodes[node_id].compensate]
+    if not todo:
+        return False
+    state = inst.state
+    state["compensation"] = {"active": True, "todo": todo}
+    tr.set_instance(status=InstanceStatus.COMPENSATING, state=state)
+    tr.event("compensation_started", steps=todo)
+    _compensate_next(tr)
+    return True
+
+
+def _compensate_next(tr: Transition, done: StepRun | None = None) -> None:
+    inst = tr.instance
+    state = inst.state
+    comp = state.setdefault("compensation", {"active": True, "todo": []})
+    if done is not None:
+        original_id = comp.get("current")
+        StepRun.objects.filter(pk=original_id).update(status=StepStatus.COMPENSATED)
+        tr.event("step_compensated", done.node_id[len(COMPENSATE_PREFIX):], None, step_id=original_id)
+    if not comp["todo"]:
+        comp["active"] = False
+        comp.pop("current", None)
+        tr.set_instance(state=state, status=InstanceStatus.COMPENSATED, finished_at=tr.now)
+        tr.event("instance_compensated")
+        return
+    original = StepRun.objects.get(pk=comp["todo"].pop(0))
+    comp["current"] = original.pk
+    node = compensation_node(tr.graph.nodes[original.node_id])
+    assert node is not None
+    kind = get_kind(node.type)
+    step = StepRun.objects.create(
+        instance=inst, node_id=node.id, node_type=node.type, visit=original.visit, queue=queue_for(node, kind),
+        idempotency_key=f"{inst.pk}:{node.id}:{original.visit}", trace_id=inst.trace_id, created_at=tr.now,
+        due_at=tr.now, status=StepStatus.QUEUED)
+    tr.set_instance(state=state)
+    tr.event("step_queued", node.id, step, visit=step.visit, queue=step.queue, compensates=original.node_id)
+    tr.enqueue.append((step.pk, step.queue))
+
+
 def _expire(tr: Transition, now: datetime) -> None:
     inst = tr.instance
-    _stop_instance(tr, InstanceStatus.FAILED, "ttl_expired", {
-        "message": f"the instance passed its deadline {inst.deadline.isoformat() if inst.deadline else ''}",
-        "deadline": inst.deadline.isoformat() if inst.deadline else None})
+    details = {"message": f"the instance passed its deadline {inst.deadline.isoformat() if inst.deadline else ''}",
+               "deadline": inst.deadline.isoformat() if inst.deadline else None}
+    if conf("TTL_ACTION") == "fail":
+        _fail_for_good(tr, "ttl_expired", details)
+    else:
+        # Its running step is abandoned: nothing waits forever on a step past the deadline.
+        _halt(tr, "ttl_expired", details, abandon_running=True)
 
 
 def expire_instance(instance_id: int, now: datetime | None = None) -> bool:

@@ -20,7 +20,7 @@ from django.utils import timezone
 
 from workflows import dispatch, executor
 from workflows.engine.errors import StepError
-from workflows.engine.statuses import INSTANCE_ACTIVE, StepStatus
+from workflows.engine.statuses import INSTANCE_ACTIVE, InstanceStatus, StepStatus
 from workflows.models import StepRun, WorkflowInstance
 
 log = logging.getLogger("steadyflow.reconciler")
@@ -39,7 +39,9 @@ class TickReport:
 
 
 def promote_due(now: datetime) -> int:
-    due = list(StepRun.objects.filter(status__in=(StepStatus.PENDING, StepStatus.RETRYING), due_at__lte=now)
+    # Steps of a halted instance stay put until an operator resumes it.
+    due = list(StepRun.objects.filter(status__in=(StepStatus.PENDING, StepStatus.RETRYING), due_at__lte=now,
+                                      instance__status__in=[*INSTANCE_ACTIVE, InstanceStatus.COMPENSATING])
                .values_list("pk", "queue", "status")[:BATCH])
     ready = []
     for pk, queue, status in due:
@@ -52,9 +54,8 @@ def promote_due(now: datetime) -> int:
 
 
 def redispatch_lost(now: datetime, after_s: float) -> int:
-    from rq.job import Job, JobStatus
-
     import django_rq
+    from rq.job import Job, JobStatus
 
     stale = list(StepRun.objects.filter(status=StepStatus.QUEUED, due_at__lte=now - timedelta(seconds=after_s))
                  .values_list("pk", "queue")[:BATCH])
@@ -98,7 +99,7 @@ def _claim_for_reclaim(pk: int, token: str) -> executor.Claim | None:
         return None
     instance = WorkflowInstance.objects.get(pk=step.instance_id)
     graph = executor.graph_for_version(instance.version_id)
-    node = graph.nodes[step.node_id]
+    node = executor.node_for_step(graph, step.node_id)
     from workflows.engine.nodes import get_kind
 
     return executor.Claim(step=step, instance=instance, graph=graph, node=node, kind=get_kind(node.type),

@@ -22,12 +22,14 @@ def test_react_agent_completes_on_real_workers(processes, worker_env):
 
 
 @pytest.mark.django_db(transaction=True)
-def test_hallucination_loop_stops_at_max_transitions(processes, worker_env):
+def test_hallucination_loop_halts_at_max_transitions(processes, worker_env):
     call_command("load_examples")
     processes.all_workers()
     version = WorkflowDefinition.objects.get(slug="hallucination-loop").latest_version()
     instance = executor.start_instance(version, {"ticket": "T-1"})
-    wait_for_status(instance, "failed", timeout=60)
+    wait_for_status(instance, "halted", timeout=60)
     assert instance.halt_reason == "loop_breaker"
     assert instance.loop_count == 10
     assert instance.error["path"][-2:] == ["node_b", "node_a"]
+    review = instance.reviews.get()
+    assert review.reason == "loop_breaker" and review.status == "open"

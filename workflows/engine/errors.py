@@ -55,6 +55,13 @@ class PayloadTooLarge(StepError):
     code = "payload_too_large"
 
 
+class CircuitOpen(StepError):
+    """The provider's circuit breaker is open and the node has no rule fallback: halt into review."""
+
+    permanent = True
+    code = "circuit_open"
+
+
 class ProviderError(StepError):
     """An LLM provider failed; counts against that provider's circuit breaker."""
 

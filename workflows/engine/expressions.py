@@ -17,6 +17,7 @@ import simpleeval
 
 from workflows.engine.errors import ExpressionError
 
+
 class MissingValue(ExpressionError):
     """The expression names a value the context does not hold (yet)."""
 

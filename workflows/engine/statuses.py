@@ -18,7 +18,8 @@ class InstanceStatus(models.TextChoices):
 
 
 class StepStatus(models.TextChoices):
-    PENDING = "pending"  # created, not yet due (timers)
+    # created, not due: a timer (due_at set), a human task, or parked while the instance is halted
+    PENDING = "pending"
     QUEUED = "queued"  # due: a job is (or should be) on its queue
     RUNNING = "running"  # claimed by a worker under a lease
     RETRYING = "retrying"  # failed an attempt, waiting for its backoff
@@ -47,7 +48,7 @@ STEP_TRANSITIONS: dict[str, frozenset[str]] = {
     _S.PENDING: frozenset({_S.QUEUED, _S.CANCELLED, _S.SKIPPED}),
     _S.QUEUED: frozenset({_S.RUNNING, _S.CANCELLED, _S.PENDING}),
     _S.RUNNING: frozenset({_S.SUCCEEDED, _S.FAILED, _S.RETRYING, _S.QUEUED, _S.PENDING, _S.CANCELLED}),
-    _S.RETRYING: frozenset({_S.QUEUED, _S.CANCELLED, _S.FAILED}),
+    _S.RETRYING: frozenset({_S.QUEUED, _S.CANCELLED, _S.FAILED, _S.PENDING}),
     _S.SUCCEEDED: frozenset({_S.COMPENSATED}),
     _S.FAILED: frozenset({_S.QUEUED}),  # an operator's "retry the failed step"
     _S.SKIPPED: frozenset(),

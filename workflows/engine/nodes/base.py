@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from datetime import datetime
-from typing import Any, ClassVar
+from typing import Any, ClassVar, Protocol
 
 from workflows.engine.errors import GraphIssue
 from workflows.engine.graph import Graph, Node
@@ -18,8 +18,19 @@ class EngineConfig:
     http_allowlist: tuple[str, ...] = ()
     llm_base_url: str = "https://api.openai.com/v1"
     llm_api_key: str = ""
+    llm_max_per_provider: int = 400
     llm_prices: Mapping[str, Mapping[str, float]] = field(default_factory=dict)
     default_timeout_s: float = 300.0
+
+
+class BreakerGate(Protocol):
+    """The circuit breaker of one provider, as a node sees it (storage lives outside the engine)."""
+
+    key: str
+
+    def allow(self) -> bool: ...
+
+    def record(self, ok: bool) -> None: ...
 
 
 @dataclass
@@ -40,6 +51,7 @@ class StepCall:
     activated_at: datetime
     engine: EngineConfig
     call_index: int = 0  # how many calls this node made earlier in this instance (scripted LLMs)
+    breaker: BreakerGate | None = None
 
 
 @dataclass
@@ -58,6 +70,8 @@ class NodeKind:
     # Completes inside the transaction that activates it (start, end): no job, no worker.
     structural: ClassVar[bool] = False
     is_async: ClassVar[bool] = False
+    # Activation creates a task for a person (the review queue) instead of a job for a worker.
+    awaits_person: ClassVar[bool] = False
     # Keys of config left as written (not template-rendered) before the handler sees them.
     raw_config_keys: ClassVar[frozenset[str]] = frozenset()
     label: ClassVar[str] = ""

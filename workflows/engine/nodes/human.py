@@ -12,6 +12,7 @@ class Human(NodeKind):
     """Waits for an operator's input or approval (the review queue). The answer is the output."""
 
     name = "human"
+    awaits_person = True
     label = "Human task"
     icon = "☺"
     color = "#ea580c"
@@ -31,4 +32,5 @@ class Human(NodeKind):
     }
 
     def run(self, call: StepCall) -> NodeResult:
-        raise PermanentStepError("human tasks are not executed by workers yet (the review queue is pending)")
+        # Never reached: activation parks the step and opens a review item; the answer completes it.
+        raise PermanentStepError("a human task is answered in the review queue, not run by a worker")

@@ -4,7 +4,7 @@ import asyncio
 from typing import Any
 
 from workflows.engine import providers
-from workflows.engine.errors import GraphIssue, ProviderError
+from workflows.engine.errors import CircuitOpen, GraphIssue, ProviderError, StepTimeout
 from workflows.engine.graph import Graph, Node
 from workflows.engine.nodes import register
 from workflows.engine.nodes.base import NodeKind, NodeResult, StepCall
@@ -83,29 +83,63 @@ class LLM(NodeKind):
     async def arun(self, call: StepCall) -> NodeResult:
         config = call.config
         routes: list[str] = list(config.get("routes") or [])
-        if config.get("provider", "openai") == "scripted":
-            reply, delay = providers.scripted_reply(list(config.get("script") or []), call.call_index)
-            if delay:
-                await asyncio.sleep(delay)
-        else:
-            reply = await providers.openai_chat(
-                base_url=call.engine.llm_base_url,
-                api_key=call.engine.llm_api_key,
-                model=str(config.get("model") or "gpt-4o-mini"),
-                messages=_messages(config, routes),
-                timeout_s=float(call.node.timeout_s or call.engine.default_timeout_s),
-                limit=400,
-                extra={k: config[k] for k in ("temperature", "max_tokens") if k in config},
-            )
-            if routes and reply.route is None:
-                reply.route = _route_from_text(reply.text or "", routes)
+        gate = call.breaker
+        # The breaker's state lives in the database: its calls run off the event loop.
+        if gate is not None and not await asyncio.to_thread(gate.allow):
+            return _fallback(call, gate.key)
+        try:
+            reply = await self._call_provider(call, routes)
+        except (ProviderError, StepTimeout):
+            if gate is not None:
+                await asyncio.to_thread(gate.record, False)
+            raise
+        if gate is not None:
+            await asyncio.to_thread(gate.record, True)
         if routes and reply.route not in routes:
+            # A reply naming no known route: the provider answered, so the breaker counted a success,
+            # but the step fails (and is retried per its policy).
             raise ProviderError(f"the model chose route {reply.route!r}, not one of {routes}",
                                 details={"reply": (reply.text or "")[:200]})
         usage = _usage(reply, str(config.get("model") or reply.model), call.engine.llm_prices)
         output = {"text": reply.text, "route": reply.route, "tool_calls": reply.tool_calls, "usage": usage}
         updates = {config["save_as"]: reply.text} if config.get("save_as") else {}
         return NodeResult(output=output, usage=usage, context_updates=updates)
+
+
+    async def _call_provider(self, call: StepCall, routes: list[str]) -> providers.LLMReply:
+        config = call.config
+        if config.get("provider", "openai") == "scripted":
+            reply, delay = providers.scripted_reply(list(config.get("script") or []), call.call_index)
+            if delay:
+                await asyncio.sleep(delay)
+            return reply
+        reply = await providers.openai_chat(
+            base_url=call.engine.llm_base_url,
+            api_key=call.engine.llm_api_key,
+            model=str(config.get("model") or "gpt-4o-mini"),
+            messages=_messages(config, routes),
+            timeout_s=float(call.node.timeout_s or call.engine.default_timeout_s),
+            limit=call.engine.llm_max_per_provider,
+            extra={k: config[k] for k in ("temperature", "max_tokens") if k in config},
+        )
+        if routes and reply.route is None:
+            reply.route = _route_from_text(reply.text or "", routes)
+        return reply
+
+
+def _fallback(call: StepCall, breaker_key: str) -> NodeResult:
+    """The breaker is open: take the node's static rule, or halt into review without one."""
+    fallback = call.node.fallback or {}
+    if fallback.get("mode") != "rule":
+        raise CircuitOpen(f"circuit breaker for {breaker_key} is open and node '{call.node.id}' has no rule "
+                          "fallback", details={"breaker": breaker_key})
+    output = fallback.get("output")
+    if not isinstance(output, dict):
+        output = {"text": output} if output is not None else {}
+    output = {"text": None, "tool_calls": [], **output, "fallback": True, "breaker": breaker_key}
+    if "route" in fallback:
+        output["route"] = fallback["route"]
+    return NodeResult(output=output, degraded=True)
 
 
 def _messages(config: dict[str, Any], routes: list[str]) -> list[dict[str, Any]]:

@@ -1,0 +1,244 @@
+"""Operators' decisions on the review queue: approve and continue (with more transitions, more
+budget, an edited context or a chosen next node), retry, reject, cancel, and human-task answers.
+
+Every decision locks the instance row, then the item; an item already decided raises
+ReviewConflict, so of two operators deciding at once exactly one decision applies. Each decision is
+audited (actor, time, before/after) and written to the event log.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from decimal import Decimal, InvalidOperation
+from typing import Any
+
+import jsonschema
+from django.conf import settings
+from django.db import transaction
+from django.utils import timezone
+
+from workflows import executor
+from workflows.engine.scheduling import edges_fired
+from workflows.engine.statuses import InstanceStatus, StepStatus
+from workflows.models import AuditEntry, ReviewItem, ReviewStatus, StepRun, WorkflowInstance
+
+DECIDE_PERMISSION = "workflows.decide_reviewitem"
+ACTIONS = ("approve", "retry", "reroute", "edit_context", "reject", "cancel")
+
+
+class ReviewError(Exception):
+    """A decision that cannot apply as asked (bad input, wrong kind of item)."""
+
+
+class ReviewConflict(ReviewError):
+    """Someone decided this item first."""
+
+
+class ReviewForbidden(ReviewError):
+    """The user may not make this decision."""
+
+
+@dataclass
+class Decision:
+    action: str
+    extra_transitions: int | None = None
+    extra_budget_usd: str | float | None = None
+    extra_tokens: int | None = None
+    context: dict[str, Any] | None = None
+    goto: str | None = None
+    inputs: dict[str, Any] = field(default_factory=dict)
+    note: str = ""
+
+
+def can_decide(user: Any) -> bool:
+    return bool(user and user.is_authenticated and user.has_perm(DECIDE_PERMISSION))
+
+
+def _snapshot(inst: WorkflowInstance) -> dict[str, Any]:
+    return {"status": inst.status, "reason": inst.halt_reason, "context": inst.context,
+            "max_transitions": inst.max_transitions, "loop_count": inst.loop_count,
+            "budget_usd": str(inst.budget_usd) if inst.budget_usd is not None else None,
+            "budget_tokens": inst.state.get("budget_tokens")}
+
+
+def context_diff(before: dict[str, Any], after: dict[str, Any]) -> dict[str, Any]:
+    return {
+        "added": sorted(set(after) - set(before)),
+        "removed": sorted(set(before) - set(after)),
+        "changed": sorted(k for k in set(before) & set(after) if before[k] != after[k]),
+    }
+
+
+def decide(item_id: int, user: Any, decision: Decision) -> ReviewItem:
+    """Apply one operator decision. Raises ReviewForbidden, ReviewConflict or ReviewError."""
+    if decision.action not in ACTIONS:
+        raise ReviewError(f"unknown action {decision.action!r} (one of {', '.join(ACTIONS)})")
+    if not can_decide(user):
+        raise ReviewForbidden("only operators may decide review items")
+    instance_id = ReviewItem.objects.filter(pk=item_id).values_list("instance_id", flat=True).first()
+    if instance_id is None:
+        raise ReviewError(f"review item {item_id} does not exist")
+    now = timezone.now()
+    with transaction.atomic():
+        # Lock order instance -> item, the same as the executor's (it closes items under the instance lock).
+        inst = executor._lock_instance(instance_id)
+        item = ReviewItem.objects.select_for_update().get(pk=item_id)
+        if item.status != ReviewStatus.OPEN:
+            who = item.decided_by.get_username() if item.decided_by else "the system"
+            when = item.decided_at.strftime("%Y-%m-%d %H:%M:%S") if item.decided_at else "earlier"
+            raise ReviewConflict(f"review item {item.pk} was already {item.status} by {who} at {when}")
+        _check_four_eyes(inst, user, decision)
+        before = _snapshot(inst)
+        tr = executor.Transition(inst, executor.graph_for_version(inst.version_id), now)
+        if item.reason == "human_task":
+            _answer_human(tr, item, user, decision)
+        else:
+            _decide_halt(tr, item, decision)
+        item.status = (ReviewStatus.REJECTED if decision.action == "reject" else
+                       ReviewStatus.CANCELLED if decision.action == "cancel" else ReviewStatus.APPROVED)
+        item.decision = _decision_record(decision)
+        item.decided_by = user
+        item.decided_at = now
+        item.note = decision.note
+        item.save(update_fields=["status", "decision", "decided_by", "decided_at", "note"])
+        tr.event("review_decided", item.node_id, None, review=item.pk, action=decision.action,
+                 by=user.get_username(), note=decision.note)
+        after = _snapshot(inst)
+        if before["context"] != after["context"]:
+            after["context_diff"] = context_diff(before["context"], after["context"])
+        AuditEntry.objects.create(instance=inst, review=item, actor=user, action=decision.action, before=before,
+                                  after=after, note=decision.note, created_at=now)
+        tr.commit()
+    return item
+
+
+def _decision_record(decision: Decision) -> dict[str, Any]:
+    record = {k: v for k, v in decision.__dict__.items() if v not in (None, {}, "")}
+    if "extra_budget_usd" in record:
+        record["extra_budget_usd"] = str(record["extra_budget_usd"])
+    return record
+
+
+def _check_four_eyes(inst: WorkflowInstance, user: Any, decision: Decision) -> None:
+    if decision.action in ("reject", "cancel") or not settings.STEADYFLOW["REVIEW_FOUR_EYES"]:
+        return
+    if inst.created_by_id is not None and inst.created_by_id == user.pk:
+        raise ReviewForbidden("four-eyes rule: the user who started an instance cannot approve it")
+
+
+def _decide_halt(tr: executor.Transition, item: ReviewItem, decision: Decision) -> None:
+    inst = tr.instance
+    if decision.action == "cancel":
+        executor._stop_instance(tr, InstanceStatus.CANCELLED, "cancelled",
+                                {"message": f"cancelled in review: {decision.note}".strip(": ")})
+        return
+    if decision.action == "reject":
+        executor._stop_instance(tr, InstanceStatus.FAILED, "rejected",
+                                {"message": f"rejected in review: {decision.note}".strip(": "),
+                                 "halt_reason": item.reason})
+        if item.reason != "compensation_failed":
+            # Rejecting a failed compensation gives up on it; any other rejection compensates.
+            executor.start_compensation(tr)
+        return
+    if inst.status != InstanceStatus.HALTED:
+        raise ReviewError(f"instance {inst.pk} is {inst.status}, not halted: nothing to continue")
+    _apply_grants(tr, item, decision)
+    if decision.action == "edit_context" or decision.context is not None:
+        if not isinstance(decision.context, dict):
+            raise ReviewError("the edited context must be a JSON object")
+        executor._check_payload("context", decision.context)
+        tr.set_instance(context=decision.context)
+    goto = None
+    if decision.action == "reroute":
+        if not decision.goto or decision.goto not in tr.graph.nodes:
+            raise ReviewError(f"reroute needs a node of this workflow (one of {', '.join(tr.graph.nodes)})")
+        if tr.graph.nodes[decision.goto].type == "start":
+            raise ReviewError("cannot reroute to the start node")
+        goto = decision.goto
+    executor.resume(tr, goto=goto, note=decision.note)
+
+
+def _apply_grants(tr: executor.Transition, item: ReviewItem, decision: Decision) -> None:
+    inst = tr.instance
+    extra = decision.extra_transitions
+    if extra is None and item.reason == "loop_breaker":
+        # Continuing a looped instance without more room would halt it again at once.
+        extra = tr.graph.settings.max_transitions or executor.conf("DEFAULT_MAX_TRANSITIONS")
+    if extra is not None:
+        if int(extra) < 0:
+            raise ReviewError("extra transitions must be zero or more")
+        tr.set_instance(max_transitions=inst.max_transitions + int(extra))
+    if decision.extra_budget_usd not in (None, ""):
+        try:
+            amount = Decimal(str(decision.extra_budget_usd))
+        except InvalidOperation:
+            raise ReviewError(f"extra budget {decision.extra_budget_usd!r} is not a number") from None
+        if amount < 0:
+            raise ReviewError("extra budget must be zero or more")
+        tr.set_instance(budget_usd=(inst.budget_usd or Decimal(0)) + amount)
+    if decision.extra_tokens is not None:
+        state = inst.state
+        state["budget_tokens"] = (state.get("budget_tokens") or 0) + int(decision.extra_tokens)
+        tr.set_instance(state=state)
+    if item.reason == "budget_exceeded" and executor._budget_exceeded(inst) is not None:
+        raise ReviewError("the instance is still over its budget: grant more budget to continue")
+
+
+def _answer_human(tr: executor.Transition, item: ReviewItem, user: Any, decision: Decision) -> None:
+    """A human task: approve/reject become the node's output ({"approved": …, inputs…})."""
+    if decision.action == "cancel":
+        executor._stop_instance(tr, InstanceStatus.CANCELLED, "cancelled",
+                                {"message": f"cancelled at human task {item.node_id}"})
+        return
+    if decision.action not in ("approve", "reject"):
+        raise ReviewError(f"a human task is answered with approve or reject, not {decision.action}")
+    step = StepRun.objects.select_for_update().get(pk=item.step_id)
+    if step.status != StepStatus.PENDING:
+        raise ReviewConflict(f"the human task's step is already {step.status}")
+    node = tr.graph.nodes[step.node_id]
+    declared = node.config.get("inputs") or {}
+    inputs = dict(decision.inputs or {})
+    if decision.action == "approve":
+        for name, schema in declared.items():
+            if name not in inputs:
+                raise ReviewError(f"input '{name}' is required")
+            try:
+                jsonschema.validate(inputs[name], schema)
+            except jsonschema.ValidationError as exc:
+                raise ReviewError(f"input '{name}': {exc.message}") from None
+    unknown = sorted(set(inputs) - set(declared))
+    if unknown:
+        raise ReviewError(f"unknown input(s): {', '.join(unknown)}")
+    output = {**inputs, "approved": decision.action == "approve", "answered_by": user.get_username(),
+              "note": decision.note}
+    StepRun.objects.filter(pk=step.pk).update(status=StepStatus.SUCCEEDED, output=output, finished_at=tr.now,
+                                              attempt=1, started_at=step.created_at, worker=user.get_username())
+    tr.event("step_succeeded", step.node_id, step, visit=step.visit, attempt=1, answered_by=user.get_username())
+    inst = tr.instance
+    tr.set_instance(open_steps=inst.open_steps - 1)
+    still_waiting = StepRun.objects.filter(instance=inst, status=StepStatus.PENDING, node_type=step.node_type) \
+        .exclude(pk=step.pk).exists()
+    if inst.status == InstanceStatus.WAITING and not still_waiting:
+        tr.set_instance(status=InstanceStatus.RUNNING)
+    fired = edges_fired(tr.graph, step.node_id, lambda e: executor._holds(tr, e, output))
+    executor._resolve(tr, step, output, fired)
+
+
+def resume_circuit_halts(user: Any, breaker_key: str | None = None, note: str = "") -> int:
+    """Bulk-approve the instances halted by an open breaker, once it has closed. Returns how many."""
+    from workflows.breakers import state_of
+
+    items = ReviewItem.objects.filter(status=ReviewStatus.OPEN, reason="circuit_open")
+    if breaker_key:
+        items = items.filter(details__breaker=breaker_key)
+    resumed = 0
+    for item in items:
+        key = item.details.get("breaker", "")
+        if state_of(key) == "open":
+            continue
+        try:
+            decide(item.pk, user, Decision(action="approve", note=note or f"breaker {key} closed"))
+            resumed += 1
+        except ReviewConflict:
+            continue
+    return resumed
