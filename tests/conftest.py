@@ -145,6 +145,27 @@ def wait_for_status(instance: Any, statuses: set[str] | str, timeout: float = 30
 
 
 @pytest.fixture
+def roles(db: None) -> dict[str, Any]:
+    """The viewers/designers/operators groups (transactional tests flush what migrations created)."""
+    from workflows.roles import ensure_roles
+
+    return ensure_roles()
+
+
+@pytest.fixture
+def user_in(roles: dict[str, Any]) -> Callable[..., Any]:
+    """Create a user in one of the role groups: user_in("operators", "olga")."""
+    from django.contrib.auth.models import User
+
+    def make(role: str, username: str | None = None) -> Any:
+        user = User.objects.create_user(username or f"{role}-user", password="pw")
+        user.groups.add(roles[role])
+        return User.objects.get(pk=user.pk)  # a fresh object: no stale permission cache
+
+    return make
+
+
+@pytest.fixture
 def make_version(db: None) -> Callable[..., Any]:
     """Save a graph (validated) as a new version of a definition and return the version."""
     from workflows.definitions import save_version

@@ -9,6 +9,7 @@ audited (actor, time, before/after) and written to the event log.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from datetime import timedelta
 from decimal import Decimal, InvalidOperation
 from typing import Any
 
@@ -44,6 +45,7 @@ class Decision:
     extra_transitions: int | None = None
     extra_budget_usd: str | float | None = None
     extra_tokens: int | None = None
+    extra_ttl_s: float | None = None
     context: dict[str, Any] | None = None
     goto: str | None = None
     inputs: dict[str, Any] = field(default_factory=dict)
@@ -180,6 +182,11 @@ def _apply_grants(tr: executor.Transition, item: ReviewItem, decision: Decision)
         state = inst.state
         state["budget_tokens"] = (state.get("budget_tokens") or 0) + int(decision.extra_tokens)
         tr.set_instance(state=state)
+    if decision.extra_ttl_s is not None:
+        if float(decision.extra_ttl_s) <= 0:
+            raise ReviewError("extra time must be more than zero seconds")
+        base = max(inst.deadline or tr.now, tr.now)
+        tr.set_instance(deadline=base + timedelta(seconds=float(decision.extra_ttl_s)))
     if item.reason == "budget_exceeded" and executor._budget_exceeded(inst) is not None:
         raise ReviewError("the instance is still over its budget: grant more budget to continue")
 

@@ -1,0 +1,335 @@
+"""Guards (loop breaker, TTL, budget, circuit breaker), human tasks and compensation, on real workers."""
+
+from __future__ import annotations
+
+import json
+import threading
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from typing import Any
+
+import pytest
+from django.contrib.auth.models import User
+from django.core.management import call_command
+
+from tests.conftest import chain, wait_for, wait_for_status
+from workflows import executor, review
+from workflows.models import AuditEntry, ReviewItem, WorkflowDefinition
+
+
+class Ledger:
+    """A local payments API: records each request (path, Idempotency-Key); per-path status codes."""
+
+    def __init__(self) -> None:
+        self.requests: list[tuple[str, str]] = []
+        self.status: dict[str, int] = {}
+        ledger = self
+
+        class Handler(BaseHTTPRequestHandler):
+            def do_POST(self) -> None:  # noqa: N802 - http.server's naming
+                length = int(self.headers.get("Content-Length") or 0)
+                self.rfile.read(length)
+                path = self.path.split("?")[0]
+                ledger.requests.append((path, self.headers.get("Idempotency-Key", "")))
+                code = ledger.status.get(path, 200)
+                body = json.dumps({"ok": code < 400, "path": path}).encode()
+                self.send_response(code)
+                self.send_header("Content-Type", "application/json")
+                self.send_header("Content-Length", str(len(body)))
+                self.end_headers()
+                self.wfile.write(body)
+
+            def log_message(self, *args: Any) -> None:
+                pass
+
+        self.server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+        threading.Thread(target=self.server.serve_forever, daemon=True).start()
+
+    @property
+    def base(self) -> str:
+        return f"http://127.0.0.1:{self.server.server_address[1]}"
+
+    def paths(self) -> list[str]:
+        return [path for path, _ in self.requests]
+
+
+@pytest.fixture
+def ledger():
+    server = Ledger()
+    yield server
+    server.server.shutdown()
+
+
+@pytest.fixture
+def operator(transactional_db, user_in):
+    return user_in("operators", "olga")
+
+
+def _workers(processes, **env: str) -> None:
+    extra = {"STEADYFLOW_HTTP_ALLOWLIST": "127.0.0.1", **env}
+    processes.worker("default", env=extra)
+    processes.worker("io", env=extra)
+    processes.worker("ai", "--sync", env=extra)
+    processes.scheduler(env=extra)
+
+
+@pytest.mark.django_db(transaction=True)
+def test_seed_loop_halts_at_exactly_ten_and_resumes_when_granted_more(processes, operator):
+    call_command("load_examples")
+    _workers(processes)
+    version = WorkflowDefinition.objects.get(slug="hallucination-loop").latest_version()
+    instance = executor.start_instance(version, {"ticket": "T-7"})
+    wait_for_status(instance, "halted", timeout=60)
+    assert instance.halt_reason == "loop_breaker"
+    assert instance.loop_count == 10
+    assert instance.steps.count() == 10  # the 11th activation never ran
+    item = ReviewItem.objects.get(instance=instance, status="open")
+    assert item.details["path"] == ["start"] + ["node_a", "node_b"] * 4 + ["node_a"]
+    assert item.details["next"] == ["node_b"]
+
+    review.decide(item.pk, operator, review.Decision(action="approve", extra_transitions=4, note="one more try"))
+    item.refresh_from_db()
+    assert item.status == "approved" and item.decided_by == operator
+    # The model keeps looping, so it halts again after exactly the 4 granted activations.
+    wait_for(lambda: ReviewItem.objects.filter(instance=instance, status="open").exists(), 60,
+             message="the second loop-breaker halt")
+    instance.refresh_from_db()
+    assert instance.status == "halted" and instance.loop_count == 14 and instance.max_transitions == 14
+    types = list(instance.events.values_list("type", flat=True))
+    assert types.count("instance_halted") == 2 and "instance_resumed" in types
+    audit = AuditEntry.objects.get(instance=instance)
+    assert audit.before["max_transitions"] == 10 and audit.after["max_transitions"] == 14
+
+
+@pytest.mark.django_db(transaction=True)
+def test_budget_halts_and_continues_with_more_budget(processes, operator, make_version):
+    llm = {"provider": "scripted", "prompt": "x", "script": [{"text": "ok", "usage": {
+        "prompt_tokens": 100, "completion_tokens": 50, "cost_usd": 0.3}}]}
+    graph = chain(*[{"id": f"ask{i}", "type": "llm", "config": llm} for i in range(3)],
+                  settings={"budget_usd": 0.5})
+    version = make_version(graph)
+    _workers(processes)
+    instance = executor.start_instance(version, {})
+    wait_for_status(instance, "halted", timeout=60)
+    assert instance.halt_reason == "budget_exceeded"
+    assert float(instance.cost_usd) == pytest.approx(0.6)
+    assert instance.tokens == 300
+    assert list(instance.steps.filter(node_type="llm").values_list("node_id", flat=True)) == ["ask0", "ask1"]
+    item = instance.reviews.get(status="open")
+    assert item.details["budget_usd"] == 0.5
+
+    with pytest.raises(review.ReviewError, match="still over its budget"):
+        review.decide(item.pk, operator, review.Decision(action="approve"))
+    review.decide(item.pk, operator, review.Decision(action="approve", extra_budget_usd="1.0"))
+    wait_for_status(instance, "completed", timeout=60)
+    assert float(instance.cost_usd) == pytest.approx(0.9)
+
+
+@pytest.mark.django_db(transaction=True)
+def test_ttl_halts_a_waiting_instance_and_resume_extends_the_deadline(processes, operator, make_version):
+    graph = chain({"id": "nap", "type": "wait", "config": {"seconds": 2}}, settings={"ttl_s": 1})
+    version = make_version(graph)
+    _workers(processes)
+    instance = executor.start_instance(version, {})
+    wait_for_status(instance, "halted", timeout=30)
+    assert instance.halt_reason == "ttl_expired"
+    nap = instance.steps.get(node_id="nap")
+    assert nap.status == "pending"  # parked, not lost
+    item = instance.reviews.get(status="open")
+    review.decide(item.pk, operator, review.Decision(action="approve", extra_ttl_s=60))
+    instance.refresh_from_db()
+    assert (instance.deadline - nap.created_at).total_seconds() > 59
+    wait_for_status(instance, "completed", timeout=30)
+
+
+@pytest.mark.django_db(transaction=True)
+def test_refund_saga_human_approval_pays_with_idempotency_keys(processes, operator, ledger):
+    call_command("load_examples")
+    _workers(processes)
+    version = WorkflowDefinition.objects.get(slug="refund-saga").latest_version()
+    instance = executor.start_instance(version, {"request_id": "R-1", "amount": 42, "ledger_base": ledger.base,
+                                                 "notify_base": ledger.base})
+    wait_for_status(instance, "waiting", timeout=60)
+    task = ReviewItem.objects.get(instance=instance, reason="human_task", status="open")
+    assert task.details["prompt"] == "Approve refund of 42?"
+    assert ledger.paths() == ["/reserve"]
+
+    review.decide(task.pk, operator, review.Decision(action="approve", note="looks fine"))
+    wait_for_status(instance, "completed", timeout=60)
+    assert ledger.paths() == ["/reserve", "/pay", "/send"]
+    keys = [key for _, key in ledger.requests]
+    assert keys == [f"{instance.pk}:reserve:1", f"{instance.pk}:pay:1", f"{instance.pk}:notify:1"]
+    approve = instance.steps.get(node_id="approve")
+    assert approve.output["approved"] is True and approve.output["answered_by"] == "olga"
+
+
+@pytest.mark.django_db(transaction=True)
+def test_refund_saga_human_rejection_takes_the_reject_path(processes, operator, ledger):
+    call_command("load_examples")
+    _workers(processes)
+    version = WorkflowDefinition.objects.get(slug="refund-saga").latest_version()
+    instance = executor.start_instance(version, {"request_id": "R-2", "amount": 5, "ledger_base": ledger.base,
+                                                 "notify_base": ledger.base})
+    wait_for_status(instance, "waiting", timeout=60)
+    task = ReviewItem.objects.get(instance=instance, reason="human_task")
+    review.decide(task.pk, operator, review.Decision(action="reject", note="not eligible"))
+    wait_for_status(instance, "completed", timeout=60)
+    assert instance.state["ended"] == "reject"
+    assert ledger.paths() == ["/reserve"]
+
+
+@pytest.mark.django_db(transaction=True)
+def test_failed_payment_compensates_completed_steps_in_reverse(processes, operator, ledger):
+    call_command("load_examples")
+    ledger.status["/pay"] = 400  # a permanent refusal: no retry helps
+    _workers(processes)
+    version = WorkflowDefinition.objects.get(slug="refund-saga").latest_version()
+    instance = executor.start_instance(version, {"request_id": "R-3", "amount": 9, "ledger_base": ledger.base,
+                                                 "notify_base": ledger.base})
+    wait_for_status(instance, "waiting", timeout=60)
+    review.decide(ReviewItem.objects.get(instance=instance).pk, operator, review.Decision(action="approve"))
+    wait_for_status(instance, "compensated", timeout=60)
+    assert ledger.paths() == ["/reserve", "/pay", "/release"]
+    assert ledger.requests[-1][1] == f"{instance.pk}:compensate:reserve:1"
+    assert instance.steps.get(node_id="reserve").status == "compensated"
+    types = list(instance.events.values_list("type", flat=True))
+    assert types.index("instance_failed") < types.index("compensation_started") < types.index("instance_compensated")
+
+
+@pytest.mark.django_db(transaction=True)
+def test_failing_compensation_halts_into_review_and_retry_finishes_it(processes, operator, ledger):
+    call_command("load_examples")
+    ledger.status["/pay"] = 400
+    ledger.status["/release"] = 400
+    _workers(processes)
+    version = WorkflowDefinition.objects.get(slug="refund-saga").latest_version()
+    instance = executor.start_instance(version, {"request_id": "R-4", "amount": 9, "ledger_base": ledger.base,
+                                                 "notify_base": ledger.base})
+    wait_for_status(instance, "waiting", timeout=60)
+    review.decide(ReviewItem.objects.get(instance=instance).pk, operator, review.Decision(action="approve"))
+    wait_for_status(instance, "halted", timeout=60)
+    assert instance.halt_reason == "compensation_failed"
+    item = instance.reviews.get(status="open")
+    ledger.status["/release"] = 200
+    review.decide(item.pk, operator, review.Decision(action="retry", note="ledger fixed"))
+    wait_for_status(instance, "compensated", timeout=60)
+    assert ledger.paths().count("/release") == 2
+
+
+@pytest.mark.django_db(transaction=True)
+def test_scripted_provider_failures_open_the_breaker_and_fallbacks_route(processes, operator, make_version):
+    """Every call fails: after the minimum number of calls the breaker opens; a node with a rule
+    fallback routes without calling, a node without one halts into review."""
+    failing = {"provider": "scripted", "prompt": "x", "routes": ["a", "b"], "script": [{"error": "HTTP 500"}]}
+    graph = {
+        "nodes": [
+            {"id": "start", "type": "start"},
+            {"id": "ask", "type": "llm", "config": failing, "fallback": {"mode": "rule", "route": "b"}},
+            {"id": "a", "type": "end"},
+            {"id": "b", "type": "end"},
+        ],
+        "edges": [
+            {"source": "start", "target": "ask"},
+            {"source": "ask", "target": "a", "when": "route == 'a'"},
+            {"source": "ask", "target": "b", "when": "route == 'b'"},
+        ],
+    }
+    version = make_version(graph)
+    env = {"STEADYFLOW_BREAKER_MIN_CALLS": "3", "STEADYFLOW_BREAKER_COOLDOWN_S": "600"}
+    _workers(processes, **env)
+    failed = [executor.start_instance(version, {}) for _ in range(3)]
+    for instance in failed:
+        wait_for_status(instance, "failed", timeout=60)
+    from workflows.models import BreakerState
+
+    assert BreakerState.objects.get(key="scripted").state == "open"
+    routed = executor.start_instance(version, {})
+    wait_for_status(routed, "completed", timeout=60)
+    step = routed.steps.get(node_id="ask")
+    assert step.degraded and step.output["route"] == "b" and step.output["fallback"] is True
+
+    no_fallback = make_version({**graph, "nodes": [{k: v for k, v in n.items() if k != "fallback"}
+                                                   for n in graph["nodes"]]})
+    halted = executor.start_instance(no_fallback, {})
+    wait_for_status(halted, "halted", timeout=60)
+    assert halted.halt_reason == "circuit_open"
+    assert halted.steps.get(node_id="ask").status == "pending"
+
+
+@pytest.mark.django_db(transaction=True)
+def test_viewer_cannot_decide_and_four_eyes_blocks_the_starter(transactional_db, operator, make_version,
+                                                              settings, user_in):
+    viewer = user_in("viewers", "vera")
+    version = make_version(chain({"id": "nap", "type": "wait", "config": {"seconds": 60}},
+                                 settings={"ttl_s": 0.001}))
+    instance = executor.start_instance(version, {}, user=operator)
+    assert executor.expire_instance(instance.pk)
+    item = ReviewItem.objects.get(instance=instance)
+    with pytest.raises(review.ReviewForbidden, match="only operators"):
+        review.decide(item.pk, viewer, review.Decision(action="approve"))
+    settings.STEADYFLOW = {**settings.STEADYFLOW, "REVIEW_FOUR_EYES": True}
+    with pytest.raises(review.ReviewForbidden, match="four-eyes"):
+        review.decide(item.pk, operator, review.Decision(action="approve"))
+    # Rejecting is still allowed to the starter.
+    review.decide(item.pk, operator, review.Decision(action="reject", note="never mind"))
+    instance.refresh_from_db()
+    assert instance.status == "failed" and instance.halt_reason == "rejected"
+    with pytest.raises(review.ReviewConflict, match="already rejected by olga"):
+        review.decide(item.pk, operator, review.Decision(action="approve"))
+
+
+@pytest.mark.django_db(transaction=True)
+def test_reroute_and_edit_context(transactional_db, operator, make_version):
+    graph = chain({"id": "nap", "type": "wait", "config": {"seconds": 60}},
+                  {"id": "after", "type": "wait", "config": {"seconds": 0}}, settings={"ttl_s": 0.001})
+    version = make_version(graph)
+    instance = executor.start_instance(version, {"a": 1})
+    assert executor.expire_instance(instance.pk)
+    item = ReviewItem.objects.get(instance=instance)
+    with pytest.raises(review.ReviewError, match="reroute needs a node"):
+        review.decide(item.pk, operator, review.Decision(action="reroute", goto="nowhere"))
+    review.decide(item.pk, operator, review.Decision(action="reroute", goto="after", context={"a": 2, "b": 3}))
+    instance.refresh_from_db()
+    assert instance.status == "running" and instance.context == {"a": 2, "b": 3}
+    assert instance.steps.get(node_id="nap").status == "cancelled"
+    assert instance.steps.get(node_id="after").status == "queued"
+    audit = AuditEntry.objects.get(instance=instance)
+    assert audit.after["context_diff"] == {"added": ["b"], "removed": [], "changed": ["a"]}
+
+
+@pytest.mark.django_db(transaction=True)
+def test_two_operators_deciding_at_once_exactly_one_applies(transactional_db, operator, make_version, user_in):
+    from django.db import connection
+
+    if connection.vendor != "postgresql":
+        pytest.skip("row locks (select_for_update) need PostgreSQL; SQLite serialises writers instead")
+    other = user_in("operators", "otto")
+    version = make_version(chain({"id": "nap", "type": "wait", "config": {"seconds": 60}},
+                                 settings={"ttl_s": 0.001}))
+    for _ in range(5):
+        instance = executor.start_instance(version, {})
+        assert executor.expire_instance(instance.pk)
+        item = ReviewItem.objects.get(instance=instance)
+        barrier = threading.Barrier(2)
+        results: list[str] = []
+
+        def decide(user: User, action: str, item=item, barrier=barrier, results=results) -> None:
+            barrier.wait()
+            try:
+                review.decide(item.pk, user, review.Decision(action=action))
+                results.append(f"ok:{action}")
+            except review.ReviewConflict:
+                results.append("conflict")
+            finally:
+                connection.close()
+
+        threads = [threading.Thread(target=decide, args=(operator, "approve")),
+                   threading.Thread(target=decide, args=(other, "reject"))]
+        for thread in threads:
+            thread.start()
+        for thread in threads:
+            thread.join()
+        assert sorted(r.split(":")[0] for r in results) == ["conflict", "ok"]
+        item.refresh_from_db()
+        assert AuditEntry.objects.filter(review=item).count() == 1
+        assert item.status in ("approved", "rejected")
+
