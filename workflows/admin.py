@@ -1,6 +1,27 @@
-from django.contrib import admin
+from typing import Any
 
-from workflows.models import Checkpoint, Event, StepRun, WorkflowDefinition, WorkflowInstance, WorkflowVersion
+from django.contrib import admin, messages
+from django.http import HttpRequest, HttpResponse, HttpResponseRedirect
+from django.shortcuts import get_object_or_404
+from django.template.response import TemplateResponse
+from django.urls import path, reverse
+from django.utils import timezone
+from django.utils.html import format_html
+from django.utils.timesince import timesince
+
+from workflows import breakers, review
+from workflows.forms import ReviewDecisionForm
+from workflows.models import (
+    AuditEntry,
+    BreakerState,
+    Checkpoint,
+    Event,
+    ReviewItem,
+    StepRun,
+    WorkflowDefinition,
+    WorkflowInstance,
+    WorkflowVersion,
+)
 
 
 class VersionInline(admin.TabularInline):
@@ -46,3 +67,128 @@ class EventAdmin(admin.ModelAdmin):
 class CheckpointAdmin(admin.ModelAdmin):
     list_display = ("instance", "seq", "checksum", "created_at")
     readonly_fields = [f.name for f in Checkpoint._meta.fields]
+
+
+# --- The review queue -------------------------------------------------------------------------
+
+
+
+
+
+def _bulk(request: HttpRequest, queryset: Any, action: str) -> None:
+    done, problems = 0, []
+    for item in queryset:
+        try:
+            review.decide(item.pk, request.user, review.Decision(action=action, note=f"bulk {action}"))
+            done += 1
+        except review.ReviewError as exc:
+            problems.append(f"#{item.pk}: {exc}")
+    if done:
+        messages.success(request, f"{action}: {done} item(s) decided")
+    for problem in problems:
+        messages.error(request, problem)
+
+
+@admin.register(ReviewItem)
+class ReviewItemAdmin(admin.ModelAdmin):
+    list_display = ("id", "instance_link", "workflow", "reason", "status", "age", "decided_by", "decide_link")
+    list_filter = ("status", "reason")
+    search_fields = ("=instance__id", "instance__trace_id", "node_id")
+    list_select_related = ("instance__version__definition", "decided_by")
+    readonly_fields = [f.name for f in ReviewItem._meta.fields]
+    actions = ["approve_selected", "reject_selected", "resume_circuit_halts"]
+
+    def has_add_permission(self, request: HttpRequest) -> bool:
+        return False
+
+    def has_delete_permission(self, request: HttpRequest, obj: Any = None) -> bool:
+        return False
+
+    @admin.display(description="instance")
+    def instance_link(self, item: ReviewItem) -> str:
+        return format_html('<a href="{}">#{}</a>', reverse("instance", args=[item.instance_id]), item.instance_id)
+
+    @admin.display(description="workflow")
+    def workflow(self, item: ReviewItem) -> str:
+        return str(item.instance.version)
+
+    @admin.display(description="age", ordering="created_at")
+    def age(self, item: ReviewItem) -> str:
+        return timesince(item.created_at, timezone.now())
+
+    @admin.display(description="")
+    def decide_link(self, item: ReviewItem) -> str:
+        if not item.is_open:
+            return ""
+        return format_html('<a class="button" href="{}">Decide</a>',
+                           reverse("admin:workflows_reviewitem_decide", args=[item.pk]))
+
+    def changelist_view(self, request: HttpRequest, extra_context: Any = None) -> HttpResponse:
+        # Open items by default: the queue is what still needs a person.
+        if not request.GET and request.method == "GET":
+            return HttpResponseRedirect(f"{request.path}?status__exact=open")
+        return super().changelist_view(request, extra_context)
+
+    def get_urls(self) -> list[Any]:
+        return [path("<int:item_id>/decide/", self.admin_site.admin_view(self.decide_view),
+                     name="workflows_reviewitem_decide"), *super().get_urls()]
+
+    def decide_view(self, request: HttpRequest, item_id: int) -> HttpResponse:
+        item = get_object_or_404(ReviewItem.objects.select_related("instance__version__definition"), pk=item_id)
+        if not review.can_decide(request.user):
+            messages.error(request, "only operators may decide review items")
+            return HttpResponseRedirect(reverse("admin:workflows_reviewitem_changelist"))
+        form = ReviewDecisionForm(request.POST or None, item=item)
+        if request.method == "POST" and form.is_valid():
+            try:
+                review.decide(item.pk, request.user, form.decision())
+            except review.ReviewError as exc:
+                messages.error(request, str(exc))
+            else:
+                messages.success(request, f"review item {item.pk}: {form.cleaned_data['action']} applied")
+                return HttpResponseRedirect(reverse("admin:workflows_reviewitem_changelist"))
+        context = {**self.admin_site.each_context(request), "title": f"Decide: {item}", "item": item, "form": form,
+                   "opts": self.model._meta, "events": item.instance.events.order_by("-seq")[:30]}
+        return TemplateResponse(request, "admin/workflows/reviewitem/decide.html", context)
+
+    @admin.action(description="Approve and continue (default grants)")
+    def approve_selected(self, request: HttpRequest, queryset: Any) -> None:
+        _bulk(request, queryset.filter(status="open"), "approve")
+
+    @admin.action(description="Reject (fail and compensate)")
+    def reject_selected(self, request: HttpRequest, queryset: Any) -> None:
+        _bulk(request, queryset.filter(status="open"), "reject")
+
+    @admin.action(description="Resume instances halted by a breaker that has closed")
+    def resume_circuit_halts(self, request: HttpRequest, queryset: Any) -> None:
+        if not review.can_decide(request.user):
+            messages.error(request, "only operators may decide review items")
+            return
+        count = review.resume_circuit_halts(request.user)
+        messages.success(request, f"resumed {count} instance(s) whose breaker has closed")
+
+
+@admin.register(AuditEntry)
+class AuditEntryAdmin(admin.ModelAdmin):
+    list_display = ("created_at", "actor", "action", "instance", "review")
+    list_filter = ("action",)
+    readonly_fields = [f.name for f in AuditEntry._meta.fields]
+
+    def has_add_permission(self, request: HttpRequest) -> bool:
+        return False
+
+    def has_delete_permission(self, request: HttpRequest, obj: Any = None) -> bool:
+        return False
+
+
+@admin.register(BreakerState)
+class BreakerStateAdmin(admin.ModelAdmin):
+    list_display = ("key", "state", "opened_at", "updated_at")
+    readonly_fields = [f.name for f in BreakerState._meta.fields]
+    actions = ["reset_selected"]
+
+    @admin.action(description="Close (reset) the selected breakers")
+    def reset_selected(self, request: HttpRequest, queryset: Any) -> None:
+        for row in queryset:
+            breakers.reset(row.key)
+        messages.success(request, f"reset {queryset.count()} breaker(s)")

@@ -1,0 +1,97 @@
+"""The review decision form, shared by the Django admin and the operators' dashboard page."""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+from django import forms
+
+from workflows import review
+from workflows.models import ReviewItem
+
+ACTION_LABELS = {
+    "approve": "Approve and continue",
+    "retry": "Retry the parked step",
+    "edit_context": "Edit context and continue",
+    "reroute": "Continue from a chosen node",
+    "reject": "Reject (fail and compensate)",
+    "cancel": "Cancel the instance",
+}
+HUMAN_ACTIONS = {"approve": "Approve", "reject": "Reject", "cancel": "Cancel the instance"}
+
+
+class ReviewDecisionForm(forms.Form):
+    action = forms.ChoiceField(choices=())
+    extra_transitions = forms.IntegerField(required=False, min_value=0, label="Grant more transitions")
+    extra_budget_usd = forms.DecimalField(required=False, min_value=0, decimal_places=6, max_digits=14,
+                                          label="Grant more budget (USD)")
+    extra_tokens = forms.IntegerField(required=False, min_value=0, label="Grant more tokens")
+    extra_ttl_s = forms.FloatField(required=False, min_value=1, label="Grant more time (seconds)")
+    context = forms.CharField(required=False, widget=forms.Textarea(attrs={"rows": 8, "class": "mono"}),
+                              label="Context (JSON)")
+    goto = forms.ChoiceField(required=False, choices=(), label="Next node")
+    inputs = forms.CharField(required=False, widget=forms.Textarea(attrs={"rows": 4, "class": "mono"}),
+                             label="Answer (JSON object of the declared inputs)")
+    note = forms.CharField(required=False, widget=forms.Textarea(attrs={"rows": 2}))
+
+    def __init__(self, *args: Any, item: ReviewItem, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        self.item = item
+        instance = item.instance
+        human = item.reason == "human_task"
+        labels = HUMAN_ACTIONS if human else ACTION_LABELS
+        self.fields["action"].choices = list(labels.items())
+        nodes = [n["id"] for n in instance.version.graph.get("nodes", []) if n.get("type") != "start"]
+        self.fields["goto"].choices = [("", "—")] + [(n, n) for n in nodes]
+        self.initial.setdefault("context", json.dumps(instance.context, indent=2, sort_keys=True))
+        if human:
+            for name in ("extra_transitions", "extra_budget_usd", "extra_tokens", "extra_ttl_s", "context", "goto"):
+                del self.fields[name]
+        else:
+            del self.fields["inputs"]
+
+    def _json(self, name: str) -> Any:
+        raw = (self.cleaned_data.get(name) or "").strip()
+        if not raw:
+            return None
+        try:
+            return json.loads(raw)
+        except json.JSONDecodeError as exc:
+            raise forms.ValidationError({name: f"not valid JSON: {exc.msg} (line {exc.lineno})"}) from None
+
+    def clean(self) -> dict[str, Any]:
+        data = super().clean()
+        if "context" in self.fields:
+            context = self._json("context")
+            if context is not None and not isinstance(context, dict):
+                self.add_error("context", "the context must be a JSON object")
+            data["context_value"] = context
+        if "inputs" in self.fields:
+            inputs = self._json("inputs")
+            if inputs is not None and not isinstance(inputs, dict):
+                self.add_error("inputs", "the answer must be a JSON object")
+            data["inputs_value"] = inputs or {}
+        if data.get("action") == "reroute" and not data.get("goto"):
+            self.add_error("goto", "choose the node to continue from")
+        return data
+
+    def decision(self) -> review.Decision:
+        data = self.cleaned_data
+        context = data.get("context_value")
+        # The context is sent along only when edited: an untouched form must not rewrite it.
+        if context == self.item.instance.context and data["action"] != "edit_context":
+            context = None
+        if data["action"] == "edit_context" and context is None:
+            context = {}
+        return review.Decision(
+            action=data["action"],
+            extra_transitions=data.get("extra_transitions"),
+            extra_budget_usd=data.get("extra_budget_usd"),
+            extra_tokens=data.get("extra_tokens"),
+            extra_ttl_s=data.get("extra_ttl_s"),
+            context=context,
+            goto=data.get("goto") or None,
+            inputs=data.get("inputs_value") or {},
+            note=data.get("note", ""),
+        )
