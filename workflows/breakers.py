@@ -79,6 +79,14 @@ def state_of(key: str) -> str:
     return row.state if row else logic.CLOSED
 
 
+def is_blocking(key: str) -> bool:
+    """Open and still cooling down: a call now would be refused (after the cool-down it is a trial)."""
+    row = BreakerState.objects.filter(key=key).first()
+    if row is None or row.state != logic.OPEN or row.opened_at is None:
+        return False
+    return timezone.now().timestamp() - row.opened_at < breaker_config().cooldown_s
+
+
 def reset(key: str) -> None:
     """An operator closes a breaker by hand."""
     with transaction.atomic():

@@ -232,8 +232,9 @@ def _answer_human(tr: executor.Transition, item: ReviewItem, user: Any, decision
 
 
 def resume_circuit_halts(user: Any, breaker_key: str | None = None, note: str = "") -> int:
-    """Bulk-approve the instances halted by an open breaker, once it has closed. Returns how many."""
-    from workflows.breakers import state_of
+    """Bulk-approve the instances halted by an open breaker once it has closed or its cool-down has
+    passed (their calls are then its trial calls). Returns how many."""
+    from workflows.breakers import is_blocking
 
     items = ReviewItem.objects.filter(status=ReviewStatus.OPEN, reason="circuit_open")
     if breaker_key:
@@ -241,7 +242,7 @@ def resume_circuit_halts(user: Any, breaker_key: str | None = None, note: str = 
     resumed = 0
     for item in items:
         key = item.details.get("breaker", "")
-        if state_of(key) == "open":
+        if is_blocking(key):
             continue
         try:
             decide(item.pk, user, Decision(action="approve", note=note or f"breaker {key} closed"))

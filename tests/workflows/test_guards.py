@@ -333,3 +333,51 @@ def test_two_operators_deciding_at_once_exactly_one_applies(transactional_db, op
         assert AuditEntry.objects.filter(review=item).count() == 1
         assert item.status in ("approved", "rejected")
 
+
+
+@pytest.mark.django_db(transaction=True)
+def test_failing_provider_opens_the_breaker_and_recovery_closes_it(processes, operator, make_version, settings):
+    """A local OpenAI-compatible server answering 500/429: the breaker opens within its window, a
+    rule fallback routes, a node without one halts, and after recovery the halted instance resumes
+    in bulk, its call is the half-open trial, and the breaker closes."""
+    from tests.support.llm_server import LLMTestServer
+    from workflows.models import BreakerState
+
+    server = LLMTestServer(status=500).start()
+    try:
+        server.configure(script=[429])
+        llm = {"provider": "openai", "model": "m1", "prompt": "hi"}
+        with_rule = make_version(chain({"id": "ask", "type": "llm", "config": llm,
+                                        "fallback": {"mode": "rule", "output": {"text": "static answer"}}}))
+        without = make_version(chain({"id": "ask", "type": "llm", "config": llm}))
+        env = {"STEADYFLOW_LLM_BASE_URL": server.url, "STEADYFLOW_BREAKER_MIN_CALLS": "3",
+               "STEADYFLOW_BREAKER_COOLDOWN_S": "2", "STEADYFLOW_BREAKER_WINDOW_S": "60"}
+        settings.STEADYFLOW = {**settings.STEADYFLOW, "BREAKER_COOLDOWN_S": 2.0, "BREAKER_MIN_CALLS": 3}
+        processes.worker("default", env=env)
+        processes.worker("ai", env=env)
+        processes.scheduler(env=env)
+        for _ in range(3):
+            wait_for_status(executor.start_instance(without, {}), "failed", timeout=60)
+        assert BreakerState.objects.get(key="openai:m1").state == "open"
+        calls = len(server.requests)
+        assert calls == 3
+
+        degraded = executor.start_instance(with_rule, {})
+        wait_for_status(degraded, "completed", timeout=60)
+        assert degraded.steps.get(node_id="ask").output["text"] == "static answer"
+        halted = executor.start_instance(without, {})
+        wait_for_status(halted, "halted", timeout=60)
+        assert halted.halt_reason == "circuit_open"
+        assert len(server.requests) == calls  # nothing reached the provider while open
+
+        server.configure(status=200, reply="fine")
+        from workflows.breakers import is_blocking
+
+        if is_blocking("openai:m1"):  # still cooling down: nothing may be resumed yet
+            assert review.resume_circuit_halts(operator) == 0
+        wait_for(lambda: review.resume_circuit_halts(operator) == 1, 10, message="bulk resume after cool-down")
+        wait_for_status(halted, "completed", timeout=60)
+        assert halted.steps.get(node_id="ask").output["text"] == "fine"
+        assert BreakerState.objects.get(key="openai:m1").state == "closed"
+    finally:
+        server.stop()
