@@ -34,6 +34,16 @@ def database_url_for_tests() -> str:
     return f"postgres://{user}{password}@{host}:{port}/{settings['NAME']}"
 
 
+@pytest.fixture(autouse=True)
+def _fresh_graph_cache() -> Iterator[None]:
+    """Version ids come back after a test's rollback; the per-process graph cache must not outlive it.
+    (In production versions are immutable and committed ids are never reused.)"""
+    from workflows.executor import graph_for_version
+
+    graph_for_version.cache_clear()
+    yield
+
+
 @pytest.fixture
 def redis_conn() -> Iterator[Any]:
     """The real Redis the queues use, emptied before the test (queues and live groups only)."""

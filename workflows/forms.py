@@ -21,6 +21,29 @@ ACTION_LABELS = {
 HUMAN_ACTIONS = {"approve": "Approve", "reject": "Reject", "cancel": "Cancel the instance"}
 
 
+class JSONTextField(forms.CharField):
+    """A declared input whose schema is not a simple scalar: typed as JSON."""
+
+
+def _field_for(name: str, schema: dict[str, Any]) -> forms.Field:
+    label = schema.get("title") or name
+    help_text = schema.get("description", "")
+    kind = schema.get("type")
+    if "enum" in schema:
+        return forms.ChoiceField(choices=[(v, v) for v in schema["enum"]], label=label, help_text=help_text,
+                                 required=False)
+    if kind == "boolean":
+        return forms.BooleanField(label=label, help_text=help_text, required=False)
+    if kind == "integer":
+        return forms.IntegerField(label=label, help_text=help_text, required=False)
+    if kind == "number":
+        return forms.FloatField(label=label, help_text=help_text, required=False)
+    if kind == "string":
+        return forms.CharField(label=label, help_text=help_text, required=False)
+    return JSONTextField(label=f"{label} (JSON)", help_text=help_text, required=False,
+                         widget=forms.Textarea(attrs={"rows": 3, "class": "mono"}))
+
+
 class ReviewDecisionForm(forms.Form):
     action = forms.ChoiceField(choices=())
     extra_transitions = forms.IntegerField(required=False, min_value=0, label="Grant more transitions")
@@ -48,6 +71,10 @@ class ReviewDecisionForm(forms.Form):
         if human:
             for name in ("extra_transitions", "extra_budget_usd", "extra_tokens", "extra_ttl_s", "context", "goto"):
                 del self.fields[name]
+            del self.fields["inputs"]
+            # One field per declared input, from its JSON Schema; the engine validates again on decide.
+            for name, schema in (item.details.get("inputs") or {}).items():
+                self.fields[f"input_{name}"] = _field_for(name, schema)
         else:
             del self.fields["inputs"]
 
@@ -67,11 +94,20 @@ class ReviewDecisionForm(forms.Form):
             if context is not None and not isinstance(context, dict):
                 self.add_error("context", "the context must be a JSON object")
             data["context_value"] = context
-        if "inputs" in self.fields:
-            inputs = self._json("inputs")
-            if inputs is not None and not isinstance(inputs, dict):
-                self.add_error("inputs", "the answer must be a JSON object")
-            data["inputs_value"] = inputs or {}
+        inputs: dict[str, Any] = {}
+        for name in list(self.fields):
+            if not name.startswith("input_") or name not in data:
+                continue
+            value = data[name]
+            if isinstance(self.fields[name], JSONTextField) and isinstance(value, str) and value.strip():
+                try:
+                    value = json.loads(value)
+                except json.JSONDecodeError as exc:
+                    self.add_error(name, f"not valid JSON: {exc.msg}")
+                    continue
+            if value not in (None, ""):
+                inputs[name[len("input_"):]] = value
+        data["inputs_value"] = inputs
         if data.get("action") == "reroute" and not data.get("goto"):
             self.add_error("goto", "choose the node to continue from")
         return data

@@ -129,3 +129,27 @@ def test_admin_bulk_reject(client, make_version, admin_user, roles):
     assert set(ReviewItem.objects.filter(pk__in=[i.pk for i in items]).values_list("status", flat=True)) == \
         {"rejected"}
     assert {i.instance.status for i in ReviewItem.objects.filter(pk__in=[i.pk for i in items])} == {"failed"}
+
+
+def test_human_task_form_has_a_field_per_declared_input(client, make_version, user_in, roles):
+    version = make_version(chain({"id": "ask", "type": "human", "config": {
+        "prompt": "Refund {{ context.amount }}?",
+        "inputs": {"reason": {"type": "string"}, "amount": {"type": "number", "minimum": 0},
+                   "tags": {"type": "array"}}}}))
+    instance = executor.start_instance(version, {"amount": 12})
+    instance.refresh_from_db()
+    assert instance.status == "waiting"
+    item = ReviewItem.objects.get(instance=instance, reason="human_task")
+    assert item.details["prompt"] == "Refund 12?"
+    client.force_login(user_in("operators", "olga"))
+    url = reverse("review-detail", args=[item.pk])
+    page = client.get(url).content.decode()
+    for name in ("input_reason", "input_amount", "input_tags"):
+        assert f'name="{name}"' in page
+    bad = client.post(url, {"action": "approve", "input_reason": "ok", "input_amount": "-3", "input_tags": "[]"})
+    assert b"input &#x27;amount&#x27;" in bad.content or b"input 'amount'" in bad.content
+    client.post(url, {"action": "approve", "input_reason": "ok", "input_amount": "3.5", "input_tags": '["a"]'})
+    step = instance.steps.get(node_id="ask")
+    assert step.status == "succeeded"
+    assert step.output == {"reason": "ok", "amount": 3.5, "tags": ["a"], "approved": True, "answered_by": "olga",
+                           "note": ""}
