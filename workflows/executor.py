@@ -22,7 +22,7 @@ from functools import lru_cache
 from typing import Any
 
 from django.conf import settings
-from django.db import transaction
+from django.db import IntegrityError, transaction
 from django.db.models import F, Sum
 from django.utils import timezone
 
@@ -230,7 +230,19 @@ def start_instance(version: WorkflowVersion, start_input: dict[str, Any] | None 
         existing = WorkflowInstance.objects.filter(idempotency_key=idempotency_key).first()
         if existing is not None:
             return existing
-    now = now or timezone.now()
+    try:
+        return _create_instance(version, start_input, idempotency_key, user, now or timezone.now())
+    except IntegrityError:
+        # Two requests with one key raced past the lookup: the unique key let one commit.
+        existing = WorkflowInstance.objects.filter(idempotency_key=idempotency_key).first() \
+            if idempotency_key else None
+        if existing is None:
+            raise
+        return existing
+
+
+def _create_instance(version: WorkflowVersion, start_input: dict[str, Any], idempotency_key: str | None,
+                     user: Any, now: datetime) -> WorkflowInstance:
     graph = graph_for_version(version.pk)
     ttl = graph.settings.ttl_s or conf("DEFAULT_TTL_S")
     budget = graph.settings.budget_usd
@@ -412,6 +424,26 @@ def extend_lease(claim: Claim) -> None:
     now = timezone.now()
     StepRun.objects.filter(pk=claim.step.pk, status=StepStatus.RUNNING, lease_token=claim.token).update(
         lease_until=now + timedelta(seconds=conf("LEASE_S")), heartbeat_at=now)
+
+
+def release_step(claim: Claim, reason: str, now: datetime | None = None) -> bool:
+    """Give a claimed step back, queued again, without counting the attempt: its worker is stopping
+    before the handler could finish (the ai consumer's shutdown). The caller puts the job back on
+    its queue. False when the lease was no longer ours (then nothing changes)."""
+    now = now or timezone.now()
+    with transaction.atomic():
+        instance = _lock_instance(claim.instance.pk)
+        released = StepRun.objects.filter(pk=claim.step.pk, status=StepStatus.RUNNING,
+                                          lease_token=claim.token).update(
+            status=StepStatus.QUEUED, attempt=F("attempt") - 1, worker="", lease_token="", lease_until=None,
+            due_at=now)
+        if not released:
+            return False
+        tr = Transition(instance, claim.graph, now)
+        tr.event("step_queued", claim.step.node_id, claim.step, visit=claim.step.visit, queue=claim.step.queue,
+                 released_by=claim.worker, reason=reason)
+        tr.commit(checkpoint=False)
+    return True
 
 
 # --- Finishing ----------------------------------------------------------------------------------
@@ -874,5 +906,52 @@ def run_step(step_id: int, worker: str, queue: str | None = None) -> int:
     while claim is not None:
         outcome = run_claimed(claim)
         ran += 1
-        claim = finish_step(claim, outcome, allow_inline=inline_allowed)
+        claim = finish_step_reconnecting(claim, outcome, allow_inline=inline_allowed)
     return ran
+
+
+def finish_step_reconnecting(claim: Claim, outcome: Outcome, *, allow_inline: bool = False) -> Claim | None:
+    """finish_step, tried again on a fresh connection while the lease holds when the database
+    connection drops (a failover, a killed backend): the handler's work is not thrown away and run
+    twice. Safe because of the lease token: if an earlier try did commit (its acknowledgement was
+    lost), the next finds the step no longer ours and commits nothing."""
+    import time
+
+    from django.db import InterfaceError, OperationalError, connection
+
+    deadline = time.monotonic() + conf("LEASE_S") / 2
+    delay = 0.1
+    failed = False
+    while True:
+        try:
+            successor = finish_step(claim, outcome, allow_inline=allow_inline)
+            if successor is None and failed and allow_inline:
+                return _adopt_inline_successor(claim)
+            return successor
+        except (OperationalError, InterfaceError) as exc:
+            if time.monotonic() + delay > deadline:
+                raise
+            failed = True
+            log.warning("step %s: committing its outcome failed (%s); retrying on a new connection",
+                        claim.step.pk, exc)
+            connection.close()
+            time.sleep(delay)
+            delay = min(delay * 2, 2.0)
+
+
+def _adopt_inline_successor(claim: Claim) -> Claim | None:
+    """A commit whose acknowledgement was lost may have landed, claiming a successor for this worker
+    to run inline. Carry on with it rather than leave it running for nobody until its lease expires."""
+    done = StepRun.objects.filter(pk=claim.step.pk, status=StepStatus.SUCCEEDED, lease_token=claim.token).first()
+    if done is None or done.finished_at is None:
+        return None
+    # The successor was created in the same transaction: started (claimed) at the step's finish time.
+    successor = (StepRun.objects.filter(instance_id=done.instance_id, status=StepStatus.RUNNING,
+                                        worker=claim.worker, started_at=done.finished_at)
+                 .exclude(pk=done.pk).first())
+    if successor is None:
+        return None
+    log.warning("step %s: its outcome had committed; carrying on with step %s", done.pk, successor.pk)
+    node = node_for_step(claim.graph, successor.node_id)
+    return Claim(step=successor, instance=WorkflowInstance.objects.get(pk=done.instance_id), graph=claim.graph,
+                 node=node, kind=get_kind(node.type), token=successor.lease_token, worker=claim.worker)
