@@ -14,6 +14,7 @@ from __future__ import annotations
 import json
 import logging
 import secrets
+import traceback
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta
@@ -38,13 +39,20 @@ from workflows.engine.graph import Graph, Node
 from workflows.engine.nodes import EngineConfig, NodeKind, NodeResult, StepCall, get_kind
 from workflows.engine.retry import RetryPolicy
 from workflows.engine.scheduling import advance, count_activations, edges_fired
-from workflows.engine.statuses import INSTANCE_ACTIVE, STEP_OPEN, InstanceStatus, StepStatus
+from workflows.engine.statuses import (
+    INSTANCE_ACTIVE,
+    STEP_OPEN,
+    InstanceStatus,
+    StepStatus,
+    check_instance_transition,
+)
 from workflows.models import Checkpoint, Event, StepRun, WorkflowInstance, WorkflowVersion
 from workflows.timeouts import Heartbeat, time_limit
 
 log = logging.getLogger("steadyflow.executor")
 
 TRAIL_LENGTH = 50
+TRACEBACK_CHARS = 4000
 _SECRET_HEADER_WORDS = ("authorization", "key", "token", "secret", "password", "cookie")
 
 
@@ -122,6 +130,10 @@ class Transition:
         ))
 
     def set_instance(self, **values: Any) -> None:
+        target = values.get("status")
+        if target is not None and target != self.instance.status:
+            # The one transition table (engine/statuses.py) guards every status change.
+            check_instance_transition(self.instance.status, target)
         for name, value in values.items():
             setattr(self.instance, name, value)
         self.instance_fields.update(values)
@@ -399,8 +411,10 @@ class Outcome:
 def _as_step_error(exc: BaseException) -> StepError:
     if isinstance(exc, StepError):
         return exc
-    # An unexpected exception from a handler: transient, so the node's retry policy decides.
-    return StepError(f"{type(exc).__name__}: {exc}", details={"exception": type(exc).__name__})
+    # An unexpected exception from a handler: transient, so the node's retry policy decides. Its
+    # traceback (the end of it) is kept for the instance page's step inspector.
+    trace = "".join(traceback.format_exception(exc))[-TRACEBACK_CHARS:]
+    return StepError(f"{type(exc).__name__}: {exc}", details={"exception": type(exc).__name__, "traceback": trace})
 
 
 def timeout_for(claim: Claim) -> float:
@@ -669,7 +683,8 @@ def _fail_attempt(tr: Transition, step: StepRun, claim: Claim, error: StepError)
         tr.event("step_retrying", step.node_id, step, visit=step.visit, attempt=step.attempt, error=info,
                  retry_in_s=round(delay, 3))
         return
-    if error.code == "lease_expired" and tr.instance.status != InstanceStatus.HALTED:
+    # The reconciler's StepError carries its code in details (error.code stays "step_error"): read the dict.
+    if info.get("code") == "lease_expired" and tr.instance.status != InstanceStatus.HALTED:
         # A step whose worker died on every attempt (a poison step) would kill workers forever:
         # park it and ask an operator, who may retry it, reroute or reject.
         StepRun.objects.filter(pk=step.pk).update(error=info)

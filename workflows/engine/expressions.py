@@ -92,7 +92,8 @@ def render(value: Any, names: Mapping[str, Any]) -> Any:
     """
     if isinstance(value, str):
         match = _TEMPLATE.fullmatch(value.strip())
-        if match:
+        # "{{ a }} and {{ b }}" also fullmatches (the group swallows "a }} and {{ b"): one placeholder only.
+        if match and len(_TEMPLATE.findall(value)) == 1:
             return _lenient(match.group(1), names)
         return _TEMPLATE.sub(lambda m: _to_text(_lenient(m.group(1), names)), value)
     if isinstance(value, list):

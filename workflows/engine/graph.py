@@ -123,3 +123,35 @@ class Graph:
 
     def forward_incoming(self, node_id: str) -> list[Edge]:
         return [edge for edge in self.incoming(node_id) if not self.is_back_edge(edge)]
+
+    @cached_property
+    def _cycles(self) -> dict[str, frozenset[str]]:
+        reach = self._reach
+        return {node_id: frozenset(other for other in reach[node_id] if node_id in reach[other])
+                for node_id in self.nodes}
+
+    def cycle_of(self, node_id: str) -> frozenset[str]:
+        """The nodes of the loop `node_id` lies on (its strongly connected component), or none."""
+        return self._cycles.get(node_id, frozenset())
+
+    def join_slot(self, edge: Edge) -> str:
+        """The join input a forward edge feeds. Edges leaving one loop for the same target share one
+        input: the loop is left once, from whichever of its nodes decides to stop."""
+        loop = self.cycle_of(edge.source)
+        if loop and edge.target not in loop:
+            return "loop:" + min(loop)
+        return str(edge.index)
+
+    @cached_property
+    def _join_slots(self) -> dict[str, list[str]]:
+        slots: dict[str, list[str]] = {node_id: [] for node_id in self.nodes}
+        for edge in self.edges:
+            if not self.is_back_edge(edge):
+                slot = self.join_slot(edge)
+                if slot not in slots[edge.target]:
+                    slots[edge.target].append(slot)
+        return slots
+
+    def join_slots(self, node_id: str) -> list[str]:
+        """The inputs a join at `node_id` waits for (keys of its record in the instance state)."""
+        return self._join_slots.get(node_id, [])

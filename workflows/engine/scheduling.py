@@ -10,6 +10,10 @@ Join semantics (dead-path elimination, as in BPMN engines):
   least one fired; if none fired the node is skipped and its own edges resolve as not fired.
 - `join: any` activates the node on the first fired forward edge; the rest of that wave is absorbed.
 - A back edge (closing a cycle) activates its target by itself whenever it fires.
+- Loops: the edges leaving one loop for the same target are one join input (`Graph.join_slot`), and
+  an exit that did not fire stays open while its node goes round the loop again: only the node that
+  stops looping resolves it. (Otherwise a join after `a <-> b` resolves "not fired" on the first
+  round and never starts when the loop ends.)
 """
 
 from __future__ import annotations
@@ -21,7 +25,8 @@ from typing import Any
 
 from workflows.engine.graph import Edge, Graph
 
-JoinState = dict[str, dict[str, Any]]  # target node -> {"edges": {edge index: fired}, "started": bool}
+# target node -> {"edges": {join slot (an edge index, or "loop:<node>"): fired}, "started": bool}
+JoinState = dict[str, dict[str, Any]]
 
 
 @dataclass
@@ -39,23 +44,39 @@ def edges_fired(graph: Graph, node_id: str, holds: Callable[[Edge], bool]) -> di
 def advance(graph: Graph, joins: JoinState, finished: str, fired: dict[int, bool]) -> Decision:
     """Resolve the outgoing edges of `finished`; mutates `joins` (the caller persists it)."""
     decision = Decision(fired_edges=[index for index, ok in fired.items() if ok])
-    work: deque[tuple[Edge, bool]] = deque((edge, fired[edge.index]) for edge in graph.outgoing(finished))
+    work: deque[tuple[str, str, bool]] = deque()  # (target, join slot, fired)
+    resolved: set[tuple[str, str]] = set()
+
+    def resolve(node_id: str, fired_here: dict[int, bool] | None) -> None:
+        """Resolve the edges leaving a node that finished (`fired_here`) or was skipped (None)."""
+        loop = graph.cycle_of(node_id)
+        outgoing = graph.outgoing(node_id)
+        goes_round = fired_here is not None and any(fired_here.get(e.index) for e in outgoing if e.target in loop)
+        slots: dict[tuple[str, str], bool] = {}
+        for edge in outgoing:
+            did_fire = bool(fired_here and fired_here.get(edge.index))
+            if graph.is_back_edge(edge):
+                if did_fire:
+                    decision.activate.append(edge.target)
+                continue
+            if goes_round and not did_fire:
+                continue  # a loop exit not taken this round: the next round decides it
+            key = (edge.target, graph.join_slot(edge))
+            slots[key] = slots.get(key, False) or did_fire
+        for key, did_fire in slots.items():
+            if key not in resolved:  # a join input resolves once per wave
+                resolved.add(key)
+                work.append((*key, did_fire))
 
     def skip(node_id: str) -> None:
         decision.skipped.append(node_id)
-        for edge in graph.outgoing(node_id):
-            if not graph.is_back_edge(edge):
-                work.append((edge, False))
+        resolve(node_id, None)
 
+    resolve(finished, fired)
     while work:
-        edge, did_fire = work.popleft()
-        target = edge.target
-        if graph.is_back_edge(edge):
-            if did_fire:
-                decision.activate.append(target)
-            continue
-        forward = graph.forward_incoming(target)
-        if len(forward) == 1:
+        target, slot, did_fire = work.popleft()
+        inputs = graph.join_slots(target)
+        if len(inputs) == 1:
             if did_fire:
                 decision.activate.append(target)
             else:
@@ -63,13 +84,13 @@ def advance(graph: Graph, joins: JoinState, finished: str, fired: dict[int, bool
             continue
 
         record = joins.setdefault(target, {"edges": {}, "started": False})
-        record["edges"][str(edge.index)] = did_fire
+        record["edges"][slot] = bool(record["edges"].get(slot)) or did_fire
         join_any = graph.nodes[target].join == "any"
         if join_any and did_fire and not record["started"]:
             record["started"] = True
             decision.activate.append(target)
-        if all(str(e.index) in record["edges"] for e in forward):
-            any_fired = any(record["edges"][str(e.index)] for e in forward)
+        if all(s in record["edges"] for s in inputs):
+            any_fired = any(record["edges"][s] for s in inputs)
             del joins[target]
             if not any_fired:
                 skip(target)

@@ -14,6 +14,7 @@ from urllib.parse import urlsplit
 from workflows.engine.errors import OutboundBlocked
 
 Resolver = Callable[[str, int], list[str]]
+_NAT64 = ipaddress.IPv6Network("64:ff9b::/96")  # the well-known prefix: IPv4 reached through a NAT64
 
 
 def _resolve(host: str, port: int) -> list[str]:
@@ -25,9 +26,15 @@ def _resolve(host: str, port: int) -> list[str]:
 
 
 def _is_internal(address: str) -> bool:
-    ip = ipaddress.ip_address(address.split("%", 1)[0])
-    if isinstance(ip, ipaddress.IPv6Address) and ip.ipv4_mapped:
-        ip = ip.ipv4_mapped
+    ip: ipaddress.IPv4Address | ipaddress.IPv6Address = ipaddress.ip_address(address.split("%", 1)[0])
+    # IPv6 forms that carry an IPv4 address (mapped, 6to4, NAT64) are judged by that address.
+    if isinstance(ip, ipaddress.IPv6Address):
+        if ip.ipv4_mapped:
+            ip = ip.ipv4_mapped
+        elif ip.sixtofour:
+            ip = ip.sixtofour
+        elif ip in _NAT64:
+            ip = ipaddress.IPv4Address(int(ip) & 0xFFFFFFFF)
     return not ip.is_global or ip.is_multicast
 
 
@@ -48,13 +55,17 @@ def _allowed(host: str, port: int, addresses: Iterable[str], allowlist: Iterable
 
 
 def check_url(url: str, allowlist: Iterable[str], resolve: Resolver = _resolve) -> None:
-    parts = urlsplit(url)
+    try:
+        parts = urlsplit(url)
+        explicit_port = parts.port
+    except ValueError as exc:  # "Port out of range", "Invalid IPv6 URL": a bad URL never gets better
+        raise OutboundBlocked(f"invalid URL {url!r}: {exc}") from None
     if parts.scheme not in ("http", "https"):
         raise OutboundBlocked(f"URL scheme {parts.scheme!r} is not allowed (http or https only): {url!r}")
     host = parts.hostname
     if not host:
         raise OutboundBlocked(f"URL has no host: {url!r}")
-    port = parts.port or (443 if parts.scheme == "https" else 80)
+    port = explicit_port or (443 if parts.scheme == "https" else 80)
     addresses = resolve(host, port)
     internal = [a for a in addresses if _is_internal(a)]
     if internal and not _allowed(host, port, addresses, allowlist):

@@ -35,7 +35,7 @@ INSTANCE_TRANSITIONS: dict[str, frozenset[str]] = {
     _I.PENDING: frozenset({_I.RUNNING, _I.FAILED, _I.CANCELLED}),
     _I.RUNNING: frozenset({_I.WAITING, _I.COMPLETED, _I.FAILED, _I.HALTED, _I.CANCELLED}),
     _I.WAITING: frozenset({_I.RUNNING, _I.COMPLETED, _I.FAILED, _I.HALTED, _I.CANCELLED}),
-    _I.HALTED: frozenset({_I.RUNNING, _I.FAILED, _I.CANCELLED}),
+    _I.HALTED: frozenset({_I.RUNNING, _I.WAITING, _I.COMPENSATING, _I.FAILED, _I.CANCELLED}),
     _I.FAILED: frozenset({_I.COMPENSATING}),
     _I.COMPENSATING: frozenset({_I.COMPENSATED, _I.HALTED, _I.FAILED}),
     _I.COMPLETED: frozenset(),
@@ -63,9 +63,10 @@ STEP_OPEN = frozenset({_S.PENDING, _S.QUEUED, _S.RUNNING, _S.RETRYING})
 
 class IllegalTransition(Exception):
     def __init__(self, kind: str, current: str, target: str) -> None:
-        super().__init__(f"{kind} cannot go from {current!r} to {target!r}")
-        self.current = current
-        self.target = target
+        # str(): an enum member's repr would read "StepStatus.FAILED" instead of 'failed'
+        super().__init__(f"{kind} cannot go from {str(current)!r} to {str(target)!r}")
+        self.current = str(current)
+        self.target = str(target)
 
 
 def check_instance_transition(current: str, target: str) -> None:

@@ -86,9 +86,20 @@ def _schema_issues(instance: Any, schema: dict[str, Any], where: str, node: str 
     for error in sorted(validator.iter_errors(instance), key=lambda e: list(e.path)):
         path = ".".join(str(p) for p in error.path)
         location = f"{where}.{path}" if path else where
-        issues.append(GraphIssue(f"{_subject(node, edge)}{location}: {error.message}", node=node, edge=edge,
+        issues.append(GraphIssue(f"{_subject(node, edge)}{location}: {_readable(error)}", node=node, edge=edge,
                                  field=location))
     return issues
+
+
+def _readable(error: jsonschema.ValidationError) -> str:
+    # "oneOf: [{required: [seconds]}, {required: [until]}]" fails with a dump of the schema; say
+    # what the user has to do instead.
+    options = error.validator_value
+    if (error.validator in ("oneOf", "anyOf") and isinstance(options, list)
+            and all(isinstance(o, dict) and set(o) == {"required"} for o in options)):
+        names = ", ".join(name for option in options for name in option["required"])
+        return f"needs {'exactly' if error.validator == 'oneOf' else 'at least'} one of: {names}"
+    return error.message
 
 
 def _subject(node: str | None, edge: int | None) -> str:
@@ -115,17 +126,21 @@ def validate_graph(data: Any) -> list[GraphIssue]:
 
     kinds = known_kinds()
     seen: set[str] = set()
+    named: set[str] = set()  # every id written, even on a malformed node: edges to it are not dangling
     good_nodes = []
     for i, raw in enumerate(nodes):
         if not isinstance(raw, dict):
-            issues.append(GraphIssue(f"node {i + 1} must be an object"))
+            issues.append(GraphIssue(f"node {i + 1} must be an object", node=f"#{i + 1}"))
             continue
         node_id = raw.get("id")
         label = node_id if isinstance(node_id, str) else f"#{i + 1}"
+        if isinstance(node_id, str):
+            named.add(node_id)
         shape_issues = _schema_issues(raw, _NODE_SHAPE, "node", node=label)
         if shape_issues:
             issues += shape_issues
             continue
+        node_id = label  # the shape says the id is a string
         if not ID_PATTERN.match(node_id):
             issues.append(GraphIssue(f"node '{node_id}': id must start with a letter or _ and hold only "
                                      "letters, digits, _ and - (64 at most)", node=node_id, field="id"))
@@ -164,9 +179,9 @@ def validate_graph(data: Any) -> list[GraphIssue]:
             continue
         source, target, when = raw["source"], raw["target"], raw.get("when") or None
         name = f"edge {i + 1} ({source} -> {target})"
-        if source not in seen:
+        if source not in named:
             issues.append(GraphIssue(f"{name}: source '{source}' is not a node", edge=i, field="source"))
-        if target not in seen:
+        if target not in named:
             issues.append(GraphIssue(f"{name}: target '{target}' is not a node", edge=i, field="target"))
         if when is not None:
             try:
@@ -193,8 +208,10 @@ def _structure_issues(data: dict[str, Any], nodes: list[dict[str, Any]],
     starts = [n["id"] for n in nodes if n["type"] == "start"]
     ends = [n["id"] for n in nodes if n["type"] == "end"]
     if len(starts) != 1:
+        # With several, name the second: the editor highlights the one to remove.
         issues.append(GraphIssue("the graph needs exactly one start node" +
-                                 (f" (found: {', '.join(starts)})" if starts else " (found none)")))
+                                 (f" (found: {', '.join(starts)})" if starts else " (found none)"),
+                                 node=starts[1] if len(starts) > 1 else None))
     if not ends:
         issues.append(GraphIssue("the graph needs at least one end node (found none)"))
     if issues:
@@ -232,15 +249,17 @@ def unconditional_cycle(graph: Graph) -> list[str]:
     """Kahn's algorithm over unconditional edges leaving non-router nodes.
 
     Nodes left with incoming edges after the sort lie on (or behind) a cycle; walk back from one to
-    name the cycle itself.
+    name the cycle itself, starting from its node listed first in the graph.
     """
     breaks_cycle = {node_id for node_id, node in graph.nodes.items() if node.type == "router"}
     edges = [e for e in graph.edges if e.when is None and e.source not in breaks_cycle]
     indegree = {node_id: 0 for node_id in graph.nodes}
     successors: dict[str, list[str]] = {node_id: [] for node_id in graph.nodes}
+    predecessors: dict[str, list[str]] = {node_id: [] for node_id in graph.nodes}
     for edge in edges:
         indegree[edge.target] += 1
         successors[edge.source].append(edge.target)
+        predecessors[edge.target].append(edge.source)
     queue = deque(node_id for node_id, degree in indegree.items() if degree == 0)
     while queue:
         current = queue.popleft()
@@ -251,16 +270,20 @@ def unconditional_cycle(graph: Graph) -> list[str]:
     remaining = {node_id for node_id, degree in indegree.items() if degree > 0}
     if not remaining:
         return []
-    # Follow successors inside the remaining set until a node repeats: that loop is a cycle.
-    order = [n for n in graph.nodes if n in remaining]
-    current = order[0]
+    # Every node left keeps a predecessor that is also left, so walking back must repeat a node: the
+    # stretch between its two visits is a cycle. (Walking forward could strand on a node that merely
+    # lies behind a cycle and leads nowhere.)
+    position = {node_id: i for i, node_id in enumerate(graph.nodes)}
+    current = min(remaining, key=position.__getitem__)
     path: list[str] = []
     index: dict[str, int] = {}
     while current not in index:
         index[current] = len(path)
         path.append(current)
-        current = next(t for t in successors[current] if t in remaining)
-    return path[index[current]:]
+        current = next(s for s in predecessors[current] if s in remaining)
+    cycle = path[index[current]:][::-1]
+    first = min(range(len(cycle)), key=lambda i: position[cycle[i]])
+    return cycle[first:] + cycle[:first]
 
 
 def ensure_valid(data: Any) -> Graph:

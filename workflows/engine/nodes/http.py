@@ -46,9 +46,13 @@ class Http(NodeKind):
         config = call.config
         url = str(config["url"])
         ssrf.check_url(url, call.engine.http_allowlist)
-        headers = {str(k): str(v) for k, v in (config.get("headers") or {}).items()}
+        # Header names are case-insensitive: a configured "idempotency-key" must not travel next to the
+        # step's own (the server would see two keys), and a configured traceparent wins in any case.
+        headers = {str(k): str(v) for k, v in (config.get("headers") or {}).items()
+                   if str(k).lower() != "idempotency-key"}
         headers["Idempotency-Key"] = call.idempotency_key
-        headers.setdefault("traceparent", call.trace_id)
+        if not any(name.lower() == "traceparent" for name in headers):
+            headers["traceparent"] = call.trace_id
         timeout = float(config.get("timeout_s") or call.node.timeout_s or call.engine.default_timeout_s)
         try:
             with httpx.Client(timeout=timeout, follow_redirects=False) as client:
