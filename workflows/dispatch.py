@@ -21,18 +21,18 @@ def job_id_for(step_id: int) -> str:
 
 def enqueue_steps(items: list[tuple[int, str]]) -> int:
     by_queue: dict[str, list[int]] = {}
-    for step_id, queue in items:
-        by_queue.setdefault(queue, []).append(step_id)
+    for step_id, queue_name in items:
+        by_queue.setdefault(queue_name, []).append(step_id)
     sent = 0
     for name, step_ids in by_queue.items():
         try:
-            queue: Queue = django_rq.get_queue(name)
+            rq_queue: Queue = django_rq.get_queue(name)
             jobs = [
                 Queue.prepare_data(JOB_FUNC, args=(step_id,), job_id=job_id_for(step_id), timeout=-1,
                                    result_ttl=0, failure_ttl=86400)
                 for step_id in step_ids
             ]
-            queue.enqueue_many(jobs)
+            rq_queue.enqueue_many(jobs)
             sent += len(jobs)
         except Exception as exc:  # noqa: BLE001 - Redis down: the reconciler re-dispatches from the DB
             log.warning("could not enqueue %d step(s) on %s: %s (the reconciler will retry)",

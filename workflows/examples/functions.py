@@ -29,7 +29,7 @@ def clean_sources(call: FunctionCall) -> FunctionResult:
 @register_function("examples.lookup_order")
 def lookup_order(call: FunctionCall) -> FunctionResult:
     """A tool the ReAct agent calls: looks up the order the LLM asked for."""
-    tool_calls = []
+    tool_calls: list[dict[str, Any]] = []
     try:
         tool_calls = call.steps["think"]["output"].get("tool_calls") or []
     except KeyError:

@@ -1,7 +1,7 @@
 from __future__ import annotations
 
 import json
-from typing import Any
+from typing import Any, ClassVar
 
 import httpx
 
@@ -26,7 +26,7 @@ class Http(NodeKind):
     label = "HTTP request"
     icon = "⇄"
     color = "#0891b2"
-    config_schema: dict[str, Any] = {
+    config_schema: ClassVar[dict[str, Any]] = {
         "type": "object",
         "required": ["url"],
         "additionalProperties": False,

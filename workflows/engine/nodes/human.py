@@ -1,6 +1,6 @@
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, ClassVar
 
 from workflows.engine.errors import PermanentStepError
 from workflows.engine.nodes import register
@@ -16,7 +16,7 @@ class Human(NodeKind):
     label = "Human task"
     icon = "☺"
     color = "#ea580c"
-    config_schema: dict[str, Any] = {
+    config_schema: ClassVar[dict[str, Any]] = {
         "type": "object",
         "required": ["prompt"],
         "additionalProperties": False,

@@ -1,7 +1,7 @@
 from __future__ import annotations
 
 import asyncio
-from typing import Any
+from typing import Any, ClassVar
 
 from workflows.engine import providers
 from workflows.engine.errors import CircuitOpen, GraphIssue, ProviderError, StepTimeout
@@ -26,7 +26,7 @@ class LLM(NodeKind):
     icon = "✦"
     color = "#db2777"
     raw_config_keys = frozenset({"script", "routes"})
-    config_schema: dict[str, Any] = {
+    config_schema: ClassVar[dict[str, Any]] = {
         "type": "object",
         "required": ["prompt"],
         "additionalProperties": False,

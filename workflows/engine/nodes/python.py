@@ -1,6 +1,6 @@
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, ClassVar
 
 from workflows.engine.errors import ConfigError, GraphIssue
 from workflows.engine.functions import FunctionCall, FunctionResult, function_names, get_function
@@ -17,7 +17,7 @@ class Python(NodeKind):
     label = "Python function"
     icon = "λ"
     color = "#2563eb"
-    config_schema: dict[str, Any] = {
+    config_schema: ClassVar[dict[str, Any]] = {
         "type": "object",
         "required": ["function"],
         "additionalProperties": False,

@@ -1,6 +1,6 @@
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, ClassVar
 
 from workflows.engine import expressions
 from workflows.engine.errors import ExpressionError, GraphIssue, PermanentStepError
@@ -21,7 +21,7 @@ class Router(NodeKind):
     icon = "◇"
     color = "#9333ea"
     raw_config_keys = frozenset({"rules"})
-    config_schema: dict[str, Any] = {
+    config_schema: ClassVar[dict[str, Any]] = {
         "type": "object",
         "required": ["rules"],
         "additionalProperties": False,

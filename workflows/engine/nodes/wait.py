@@ -1,7 +1,7 @@
 from __future__ import annotations
 
 from datetime import datetime, timedelta
-from typing import Any
+from typing import Any, ClassVar
 
 from workflows.engine.errors import ConfigError
 from workflows.engine.nodes import register
@@ -16,7 +16,7 @@ class Wait(NodeKind):
     label = "Timer"
     icon = "⏱"
     color = "#ca8a04"
-    config_schema: dict[str, Any] = {
+    config_schema: ClassVar[dict[str, Any]] = {
         "type": "object",
         "additionalProperties": False,
         "properties": {
