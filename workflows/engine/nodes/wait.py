@@ -14,7 +14,7 @@ class Wait(NodeKind):
 
     name = "wait"
     label = "Timer"
-    icon = "⏱"
+    icon = "◷"
     color = "#ca8a04"
     config_schema: ClassVar[dict[str, Any]] = {
         "type": "object",
