@@ -7,8 +7,8 @@ from collections.abc import Callable
 from functools import wraps
 from typing import Any
 
-from django.http import HttpRequest, JsonResponse
-from django.shortcuts import get_object_or_404
+from django.core.exceptions import RequestDataTooBig
+from django.http import Http404, HttpRequest, HttpResponse, JsonResponse
 
 from workflows import executor
 from workflows.engine.errors import GraphInvalid, PayloadTooLarge
@@ -35,28 +35,56 @@ def api_view(methods: tuple[str, ...], perm: str | None = None) -> Callable[[Vie
                 return error(405, f"method {request.method} not allowed (use {', '.join(methods)})")
             if perm and not request.user.has_perm(perm):
                 return error(403, f"permission denied: you need {perm}")
-            return view(request, *args, **kwargs)
+            try:
+                return view(request, *args, **kwargs)
+            except Http404 as exc:
+                # Django's own 404 is an HTML page; API clients get JSON with a message.
+                return error(404, str(exc) or "not found")
 
         return wrapper
 
     return decorator
 
 
+def csrf_failure(request: HttpRequest, reason: str = "") -> HttpResponse:
+    """CSRF_FAILURE_VIEW: JSON for the API, Django's usual page elsewhere."""
+    from django.views.csrf import csrf_failure as html_csrf_failure
+
+    if request.path.startswith("/api/"):
+        return error(403, f"CSRF check failed: {reason} (send the csrftoken cookie's value in X-CSRFToken)")
+    return html_csrf_failure(request, reason)
+
+
+def not_found(request: HttpRequest, rest: str = "") -> JsonResponse:
+    """Any /api/ path no endpoint matches (urls.py routes it here last): JSON, not the HTML 404 page."""
+    return error(404, f"no API endpoint {request.method} {request.path}")
+
+
 def _json_body(request: HttpRequest) -> Any:
-    if not request.body:
+    try:
+        body = request.body
+    except RequestDataTooBig:
+        raise ValueError("request body is too large (DATA_UPLOAD_MAX_MEMORY_SIZE)") from None
+    if not body:
         return {}
     try:
-        return json.loads(request.body)
+        return json.loads(body)
     except (json.JSONDecodeError, UnicodeDecodeError) as exc:
         raise ValueError(f"request body is not valid JSON: {exc}") from None
 
 
 def _get_definition_for_user(request: HttpRequest, slug: str) -> WorkflowDefinition:
-    return get_object_or_404(WorkflowDefinition, slug=slug, archived=False)
+    definition = WorkflowDefinition.objects.filter(slug=slug, archived=False).first()
+    if definition is None:
+        raise Http404(f"workflow {slug!r} does not exist")
+    return definition
 
 
 def _get_instance_for_user(request: HttpRequest, instance_id: int) -> WorkflowInstance:
-    return get_object_or_404(WorkflowInstance.objects.select_related("version__definition"), pk=instance_id)
+    instance = WorkflowInstance.objects.select_related("version__definition").filter(pk=instance_id).first()
+    if instance is None:
+        raise Http404(f"instance {instance_id} does not exist")
+    return instance
 
 
 def instance_json(instance: WorkflowInstance) -> dict[str, Any]:
@@ -117,18 +145,21 @@ def start_instance(request: HttpRequest, slug: str) -> JsonResponse:
     return JsonResponse(instance_json(instance), status=201)
 
 
-@api_view(("GET",))
+@api_view(("GET",), perm="workflows.view_workflowinstance")
 def instance(request: HttpRequest, instance_id: int) -> JsonResponse:
     return JsonResponse(instance_json(_get_instance_for_user(request, instance_id)))
 
 
-@api_view(("GET",))
+@api_view(("GET",), perm="workflows.view_workflowinstance")
 def instance_events(request: HttpRequest, instance_id: int) -> JsonResponse:
     inst = _get_instance_for_user(request, instance_id)
     try:
         after = int(request.GET.get("after", "0"))
-        limit = min(1000, int(request.GET.get("limit", "500")))
+        limit = int(request.GET.get("limit", "500"))
     except ValueError:
         return error(400, "'after' and 'limit' must be integers")
+    if after < 0 or not 1 <= limit <= 1000:
+        # A negative limit would reach the queryset slice and fail with a 500.
+        return error(400, "'after' must be 0 or more and 'limit' between 1 and 1000")
     events = inst.events.filter(seq__gt=after).order_by("seq")[:limit]
     return JsonResponse({"events": [e.as_message() for e in events], "last_seq": inst.event_seq})

@@ -22,6 +22,8 @@ if not SECRET_KEY:
     SECRET_KEY = "steadyflow-insecure-development-key-change-me"  # noqa: S105
 ALLOWED_HOSTS = env_list("ALLOWED_HOSTS", ["localhost", "127.0.0.1", "[::1]"])
 CSRF_TRUSTED_ORIGINS = env_list("CSRF_TRUSTED_ORIGINS", [])
+# A failed CSRF check on /api/ answers JSON with a message, like every other API error.
+CSRF_FAILURE_VIEW = "dashboard.api.csrf_failure"
 
 INSTALLED_APPS = [
     "daphne",
@@ -132,11 +134,14 @@ STEADYFLOW = {
     "DEFAULT_TTL_S": env_int("STEADYFLOW_TTL_S", 3600, minimum=1),
     "DEFAULT_STEP_TIMEOUT_S": env_float("STEADYFLOW_STEP_TIMEOUT_S", 300.0, minimum=0.01),
     "DEFAULT_MAX_ATTEMPTS": env_int("STEADYFLOW_MAX_ATTEMPTS", 1, minimum=1),
-    # Leases: a claimed step whose worker stops heartbeating is retried after this long.
-    "LEASE_S": env_float("STEADYFLOW_LEASE_S", 30.0, minimum=1.0),
+    # Leases: a claimed step whose worker stops heartbeating is retried after this long. 25 s keeps a
+    # dead worker's step re-dispatched within 30 s: lease + a scheduler tick + the first retry backoff.
+    "LEASE_S": env_float("STEADYFLOW_LEASE_S", 25.0, minimum=1.0),
     # The reconciler re-enqueues a queued step that no queue holds after this long.
     "REDISPATCH_AFTER_S": env_float("STEADYFLOW_REDISPATCH_AFTER_S", 10.0, minimum=0.5),
     "SCHEDULER_INTERVAL_S": env_float("STEADYFLOW_SCHEDULER_INTERVAL_S", 0.5, minimum=0.05),
+    # `manage.py health` names active instances with no progress for longer than this.
+    "STUCK_AFTER_S": env_float("STEADYFLOW_STUCK_AFTER_S", 300.0, minimum=1.0),
     # Run a single same-queue successor in the same job (see README, "Inline continuation").
     "INLINE_CONTINUATION": env_bool("STEADYFLOW_INLINE_CONTINUATION", True),
     # Modules imported at start-up that register more `python` node functions (register_function),
@@ -149,6 +154,15 @@ STEADYFLOW = {
     "LLM_API_KEY": env_str("STEADYFLOW_LLM_API_KEY", ""),
     "LLM_MAX_IN_FLIGHT": env_int("STEADYFLOW_LLM_MAX_IN_FLIGHT", 500, minimum=1),
     "LLM_MAX_PER_PROVIDER": env_int("STEADYFLOW_LLM_MAX_PER_PROVIDER", 400, minimum=1),
+    # ai consumer: on SIGTERM, in-flight jobs get this long to finish before their steps are given
+    # back to the queue (within the usual 10 s a supervisor waits before SIGKILL).
+    "AI_SHUTDOWN_GRACE_S": env_float("STEADYFLOW_AI_SHUTDOWN_GRACE_S", 8.0, minimum=0.0),
+    # ai consumer: RQ heartbeat interval for the worker and its in-flight jobs (RQ's job monitoring
+    # interval; an execution not heartbeated for this + 60 s counts as abandoned).
+    "AI_MONITORING_INTERVAL_S": env_int("STEADYFLOW_AI_MONITORING_INTERVAL_S", 10, minimum=1),
+    # ai consumer: threads for its database work (claims, commits, breakers). A few suffice next to
+    # a local database; a remote one (more round trips in flight) may want more.
+    "AI_DB_THREADS": env_int("STEADYFLOW_AI_DB_THREADS", 4, minimum=1),
     # Circuit breaker per LLM provider/model (shared by all workers through the database)
     "BREAKER_FAILURE_RATIO": env_float("STEADYFLOW_BREAKER_FAILURE_RATIO", 0.5, minimum=0.0),
     "BREAKER_WINDOW_S": env_float("STEADYFLOW_BREAKER_WINDOW_S", 60.0, minimum=1.0),

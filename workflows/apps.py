@@ -10,3 +10,21 @@ class WorkflowsConfig(AppConfig):
         # Register the example workflows' Python functions and the system checks.
         from workflows import checks  # noqa: F401
         from workflows.examples import functions  # noqa: F401
+
+        self._import_extra_functions()
+
+    @staticmethod
+    def _import_extra_functions() -> None:
+        """Import the modules named in STEADYFLOW_EXTRA_FUNCTIONS: a deployment's (or the tests') own
+        `python` node functions. Workers only know functions registered at start-up."""
+        import importlib
+
+        from django.conf import settings
+        from django.core.exceptions import ImproperlyConfigured
+
+        for module in settings.STEADYFLOW.get("EXTRA_FUNCTION_MODULES", []):
+            try:
+                importlib.import_module(module)
+            except ImportError as exc:
+                raise ImproperlyConfigured(
+                    f"STEADYFLOW_EXTRA_FUNCTIONS names {module!r}, which cannot be imported: {exc}") from None

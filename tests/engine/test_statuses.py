@@ -30,17 +30,21 @@ def test_every_status_has_a_row_and_every_target_is_a_status() -> None:
 
 
 def test_terminal_statuses_have_no_way_out() -> None:
-    for status in (I.COMPLETED, I.CANCELLED, I.COMPENSATED):
-        assert INSTANCE_TRANSITIONS[status] == frozenset()
+    assert INSTANCE_TRANSITIONS[I.COMPENSATED] == frozenset()
+    for status in (I.COMPLETED, I.CANCELLED):  # only an operator's rerun reopens them
+        assert INSTANCE_TRANSITIONS[status] == {I.RUNNING}
     for status in (S.SKIPPED, S.CANCELLED, S.COMPENSATED):
         assert STEP_TRANSITIONS[status] == frozenset()
 
 
-def test_final_instance_statuses_lead_only_to_compensation() -> None:
-    # Failed is final for the run; the saga may still compensate it.
+def test_final_instance_statuses_lead_only_to_compensation_or_an_operators_rerun() -> None:
+    # Failed is final for the run; the saga may still compensate it, and an operator may run a
+    # stopped instance again (retry a failed step, rerun from a node). Compensated is the end.
     assert INSTANCE_FINAL == {I.COMPLETED, I.FAILED, I.CANCELLED, I.COMPENSATED}
     leaving = set().union(*(INSTANCE_TRANSITIONS[s] for s in INSTANCE_FINAL))
-    assert leaving == {I.COMPENSATING}
+    assert leaving == {I.COMPENSATING, I.RUNNING}
+    assert INSTANCE_TRANSITIONS[I.COMPENSATED] == frozenset()
+    assert INSTANCE_TRANSITIONS[I.COMPLETED] == {I.RUNNING}
     assert INSTANCE_ACTIVE.isdisjoint(INSTANCE_FINAL)
     assert I.HALTED not in INSTANCE_FINAL and I.HALTED not in INSTANCE_ACTIVE
 
@@ -56,8 +60,8 @@ def test_legal_instance_transitions(current: str, target: str) -> None:
 
 
 @pytest.mark.parametrize(("current", "target"), [
-    (I.COMPLETED, I.RUNNING), (I.PENDING, I.COMPLETED), (I.CANCELLED, I.RUNNING), (I.FAILED, I.RUNNING),
-    (I.COMPENSATED, I.COMPENSATING), (I.PENDING, I.HALTED), (I.RUNNING, I.COMPENSATING),
+    (I.COMPLETED, I.WAITING), (I.PENDING, I.COMPLETED), (I.CANCELLED, I.HALTED), (I.FAILED, I.COMPLETED),
+    (I.COMPENSATED, I.COMPENSATING), (I.COMPENSATED, I.RUNNING), (I.PENDING, I.HALTED), (I.RUNNING, I.COMPENSATING),
     (I.HALTED, I.COMPLETED), (I.RUNNING, I.PENDING),
 ])
 def test_illegal_instance_transitions(current: str, target: str) -> None:

@@ -36,10 +36,12 @@ INSTANCE_TRANSITIONS: dict[str, frozenset[str]] = {
     _I.RUNNING: frozenset({_I.WAITING, _I.COMPLETED, _I.FAILED, _I.HALTED, _I.CANCELLED}),
     _I.WAITING: frozenset({_I.RUNNING, _I.COMPLETED, _I.FAILED, _I.HALTED, _I.CANCELLED}),
     _I.HALTED: frozenset({_I.RUNNING, _I.WAITING, _I.COMPENSATING, _I.FAILED, _I.CANCELLED}),
-    _I.FAILED: frozenset({_I.COMPENSATING}),
+    # -> running from a stopped status: only an operator's "retry the failed step" or "rerun from a
+    # node" (workflows/operations.py); the engine itself never reopens an instance.
+    _I.FAILED: frozenset({_I.COMPENSATING, _I.RUNNING}),
     _I.COMPENSATING: frozenset({_I.COMPENSATED, _I.HALTED, _I.FAILED}),
-    _I.COMPLETED: frozenset(),
-    _I.CANCELLED: frozenset(),
+    _I.COMPLETED: frozenset({_I.RUNNING}),
+    _I.CANCELLED: frozenset({_I.RUNNING}),
     _I.COMPENSATED: frozenset(),
 }
 

@@ -1,0 +1,284 @@
+"""The JSON API through Django's test client: every answer, errors included, is JSON; errors carry a
+`message`. One test at the end runs a started instance on a real worker and reads it back."""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+import pytest
+from django.contrib.auth.models import Permission, User
+from django.test import Client
+
+from tests.conftest import chain
+from workflows import executor
+from workflows.definitions import save_version
+from workflows.models import WorkflowDefinition, WorkflowInstance
+
+GRAPH = chain({"id": "work", "type": "python", "config": {"function": "noop"}})
+START = "/api/workflows/{slug}/instances"
+
+
+def user_with(username: str, *codenames: str) -> User:
+    user = User.objects.create_user(username, password="pw-123456")
+    user.user_permissions.add(*Permission.objects.filter(content_type__app_label="workflows",
+                                                         codename__in=codenames))
+    return user
+
+
+def client_for(user: User | None, **kwargs: Any) -> Client:
+    client = Client(**kwargs)
+    if user is not None:
+        client.force_login(user)
+    return client
+
+
+@pytest.fixture
+def operator(db: None) -> Client:
+    return client_for(user_with("olga", "add_workflowinstance", "view_workflowinstance"))
+
+
+@pytest.fixture
+def viewer(db: None) -> Client:
+    return client_for(user_with("victor", "view_workflowinstance"))
+
+
+@pytest.fixture
+def nobody(db: None) -> Client:
+    return client_for(user_with("nadia"))
+
+
+@pytest.fixture
+def anonymous(db: None) -> Client:
+    return Client()
+
+
+@pytest.fixture
+def flow(db: None) -> Any:
+    return save_version("api-flow", GRAPH)
+
+
+def post_json(client: Client, url: str, body: Any, **headers: str) -> Any:
+    data = body if isinstance(body, (str, bytes)) else json.dumps(body)
+    return client.post(url, data=data, content_type="application/json", headers=headers)
+
+
+def assert_error(response: Any, status: int, text: str) -> dict[str, Any]:
+    assert response.status_code == status, response.content[:300]
+    assert response["Content-Type"] == "application/json", response.content[:300]
+    body = response.json()
+    assert text in body["message"], body
+    return body
+
+
+# --- Node types and validation ----------------------------------------------------------------------
+
+def test_node_types_lists_every_kind_with_its_schema(nobody):
+    response = nobody.get("/api/node-types")
+    assert response.status_code == 200
+    kinds = {kind["name"]: kind for kind in response.json()["node_types"]}
+    assert {"start", "end", "llm", "router", "http", "python", "human", "wait"} <= set(kinds)
+    assert kinds["http"]["default_queue"] == "io"
+    assert kinds["llm"]["default_queue"] == "ai"
+    assert kinds["python"]["schema"]["required"] == ["function"]
+    assert kinds["start"]["structural"] is True
+
+
+def test_node_types_refuses_anonymous_and_other_methods(anonymous, nobody):
+    assert_error(anonymous.get("/api/node-types"), 401, "authentication required")
+    body = assert_error(nobody.post("/api/node-types"), 405, "method POST not allowed")
+    assert "use GET" in body["message"]
+
+
+def test_validate_accepts_a_valid_graph_bare_or_wrapped(nobody):
+    for body in (GRAPH, {"graph": GRAPH}):
+        response = post_json(nobody, "/api/validate", body)
+        assert response.status_code == 200
+        assert response.json() == {"valid": True, "errors": []}
+
+
+def test_validate_reports_each_error_shape(nobody):
+    node_error = chain({"id": "fetch", "type": "http", "config": {"method": "GET"}})
+    body = post_json(nobody, "/api/validate", node_error).json()
+    assert body["valid"] is False
+    assert body["errors"] == [{"message": "node 'fetch': config: 'url' is a required property",
+                               "node": "fetch", "field": "config"}]
+
+    edge_error = chain({"id": "a", "type": "python", "config": {"function": "noop"}})
+    edge_error["edges"][1]["when"] = "route =="
+    (issue,) = post_json(nobody, "/api/validate", edge_error).json()["errors"]
+    assert issue["edge"] == 1 and issue["field"] == "when" and "node" not in issue
+    assert issue["message"].startswith("edge 2 (a -> end): condition does not parse")
+
+    cycle = {"nodes": [{"id": "start", "type": "start"}, {"id": "a", "type": "python", "config": {"function": "noop"}},
+                       {"id": "b", "type": "python", "config": {"function": "noop"}}, {"id": "end", "type": "end"}],
+             "edges": [{"source": "start", "target": "a"}, {"source": "a", "target": "b"},
+                       {"source": "b", "target": "a"}, {"source": "b", "target": "end"}]}
+    (issue,) = post_json(nobody, "/api/validate", cycle).json()["errors"]
+    assert issue["node"] == "a" and issue["message"].startswith("unconditional cycle a -> b -> a")
+
+    graph_level = {"nodes": [{"id": "end", "type": "end"}], "edges": []}
+    (issue,) = post_json(nobody, "/api/validate", graph_level).json()["errors"]
+    assert issue == {"message": "the graph needs exactly one start node (found none)"}
+
+    (issue,) = post_json(nobody, "/api/validate", [1, 2]).json()["errors"]
+    assert issue == {"message": "the graph must be a JSON object with 'nodes' and 'edges'"}
+
+
+def test_validate_rejects_a_malformed_body_and_get(nobody):
+    assert_error(post_json(nobody, "/api/validate", "{not json"), 400, "request body is not valid JSON")
+    assert_error(nobody.get("/api/validate"), 405, "method GET not allowed")
+
+
+# --- Starting instances -----------------------------------------------------------------------------
+
+def test_start_instance_creates_a_running_instance(operator, flow):
+    response = post_json(operator, START.format(slug="api-flow"), {"input": {"customer": "ada"}})
+    assert response.status_code == 201
+    body = response.json()
+    instance = WorkflowInstance.objects.get(pk=body["id"])
+    assert body["workflow"] == "api-flow" and body["version"] == 1
+    assert body["status"] == "running"
+    assert body["context"] == {"customer": "ada"} == instance.input
+    assert body["trace_id"] == instance.trace_id
+    assert instance.created_by.username == "olga"
+    # The start step committed with the instance; the first real step is queued.
+    assert instance.steps.filter(node_id="work", status="queued").exists()
+
+
+def test_start_without_body_uses_an_empty_input(operator, flow):
+    response = operator.post(START.format(slug="api-flow"), data=b"", content_type="application/json")
+    assert response.status_code == 201
+    assert response.json()["context"] == {}
+
+
+def test_idempotency_key_returns_the_same_instance(operator, flow):
+    url = START.format(slug="api-flow")
+    first = post_json(operator, url, {"input": {"n": 1}}, **{"Idempotency-Key": "order-77"})
+    again = post_json(operator, url, {"input": {"n": 1}}, **{"Idempotency-Key": "order-77"})
+    assert first.status_code == 201 and again.status_code == 201
+    assert first.json()["id"] == again.json()["id"]
+    other = post_json(operator, url, {"input": {"n": 1}}, **{"Idempotency-Key": "order-78"})
+    assert other.json()["id"] != first.json()["id"]
+    # The key may also come in the body.
+    by_body = post_json(operator, url, {"input": {}, "idempotency_key": "order-77"})
+    assert by_body.json()["id"] == first.json()["id"]
+    assert WorkflowInstance.objects.count() == 2
+
+
+def test_start_rejects_bad_input_with_json_errors(operator, flow, settings):
+    url = START.format(slug="api-flow")
+    assert_error(post_json(operator, url, {"input": [1, 2]}), 400, "'input' must be a JSON object")
+    assert_error(post_json(operator, url, {"input": "text"}), 400, "'input' must be a JSON object")
+    assert_error(post_json(operator, url, [1]), 400, "'input' must be a JSON object")
+    assert_error(post_json(operator, url, "{broken"), 400, "request body is not valid JSON")
+    assert_error(post_json(operator, url, b"\xff\xfe"), 400, "request body is not valid JSON")
+    settings.STEADYFLOW = {**settings.STEADYFLOW, "MAX_PAYLOAD_BYTES": 2048}
+    assert_error(post_json(operator, url, {"input": {"blob": "x" * 5000}}), 413, "start input is")
+    settings.DATA_UPLOAD_MAX_MEMORY_SIZE = 1024
+    assert_error(post_json(operator, url, {"input": {"blob": "x" * 5000}}), 400, "request body is too large")
+    assert WorkflowInstance.objects.count() == 0
+
+
+def test_start_unknown_or_archived_workflow_is_a_json_404(operator, flow):
+    assert_error(post_json(operator, START.format(slug="nope"), {}), 404, "workflow 'nope' does not exist")
+    WorkflowDefinition.objects.filter(slug="api-flow").update(archived=True)
+    assert_error(post_json(operator, START.format(slug="api-flow"), {}), 404, "does not exist")
+
+
+def test_start_refuses_anonymous_unpermitted_and_wrong_method(anonymous, viewer, operator, flow):
+    url = START.format(slug="api-flow")
+    assert_error(post_json(anonymous, url, {}), 401, "authentication required")
+    assert_error(post_json(viewer, url, {}), 403, "permission denied: you need workflows.add_workflowinstance")
+    assert_error(operator.get(url), 405, "method GET not allowed (use POST)")
+    assert_error(operator.delete(url), 405, "method DELETE not allowed")
+    assert WorkflowInstance.objects.count() == 0
+
+
+def test_start_checks_csrf_for_browser_sessions_and_answers_json(flow):
+    user = user_with("carla", "add_workflowinstance")
+    client = client_for(user, enforce_csrf_checks=True)
+    url = START.format(slug="api-flow")
+    assert_error(post_json(client, url, {}), 403, "CSRF check failed")
+    client.get("/accounts/login/")  # sets the csrftoken cookie
+    token = client.cookies["csrftoken"].value
+    assert post_json(client, url, {}, **{"X-CSRFToken": token}).status_code == 201
+
+
+# --- Reading instances ------------------------------------------------------------------------------
+
+def test_instance_detail(operator, viewer, nobody, anonymous, flow):
+    instance = executor.start_instance(flow, {"q": 1})
+    body = viewer.get(f"/api/instances/{instance.pk}").json()
+    assert body["id"] == instance.pk and body["status"] == "running"
+    assert body["steps"] == 2 and body["loop_count"] == 2
+    assert body["context"] == {"q": 1} and body["reason"] is None and body["finished_at"] is None
+    assert_error(viewer.get("/api/instances/999999"), 404, "instance 999999 does not exist")
+    assert_error(anonymous.get(f"/api/instances/{instance.pk}"), 401, "authentication required")
+    assert_error(nobody.get(f"/api/instances/{instance.pk}"), 403, "workflows.view_workflowinstance")
+    assert_error(viewer.post(f"/api/instances/{instance.pk}"), 405, "method POST not allowed")
+
+
+def test_instance_events_page_with_after_and_limit(viewer, flow):
+    instance = executor.start_instance(flow, {})
+    url = f"/api/instances/{instance.pk}/events"
+    everything = viewer.get(url).json()
+    seqs = [e["seq"] for e in everything["events"]]
+    assert seqs == list(range(1, everything["last_seq"] + 1)) and len(seqs) >= 3
+    assert everything["events"][0]["type"] == "instance_started"
+    assert all(e["instance"] == instance.pk for e in everything["events"])
+
+    page = viewer.get(url, {"after": 1, "limit": 2}).json()
+    assert [e["seq"] for e in page["events"]] == [2, 3]
+    assert page["last_seq"] == everything["last_seq"]
+    assert viewer.get(url, {"after": everything["last_seq"]}).json()["events"] == []
+
+
+@pytest.mark.parametrize("params", [{"after": "x"}, {"limit": "many"}, {"limit": "0"}, {"limit": "-1"},
+                                    {"limit": "1001"}, {"after": "-3"}])
+def test_instance_events_bad_params_are_400(viewer, flow, params):
+    instance = executor.start_instance(flow, {})
+    assert_error(viewer.get(f"/api/instances/{instance.pk}/events", params), 400, "'after'")
+
+
+def test_instance_events_unknown_instance_and_unknown_api_path_are_json_404(viewer):
+    assert_error(viewer.get("/api/instances/424242/events"), 404, "instance 424242 does not exist")
+    assert_error(viewer.get("/api/instances/abc"), 404, "no API endpoint GET /api/instances/abc")
+    assert_error(viewer.get("/api/nothing-here"), 404, "no API endpoint")
+
+
+# --- With a real worker -----------------------------------------------------------------------------
+
+@pytest.mark.django_db(transaction=True)
+def test_started_instance_runs_on_a_worker_and_reads_back_completed(processes, redis_conn):
+    save_version("api-flow", GRAPH)
+    client = client_for(user_with("olga", "add_workflowinstance", "view_workflowinstance"))
+    created = post_json(client, START.format(slug="api-flow"), {"input": {"who": "api"}},
+                        **{"Idempotency-Key": "live-1"}).json()
+    processes.worker("default")
+
+    from tests.conftest import wait_for
+
+    wait_for(lambda: client.get(f"/api/instances/{created['id']}").json()["status"] == "completed",
+             message="the instance to complete")
+    body = client.get(f"/api/instances/{created['id']}").json()
+    assert body["steps"] == 3 and body["finished_at"] is not None and body["context"] == {"who": "api"}
+    # Paging through the whole log in small pages yields every event once, in order.
+    seqs: list[int] = []
+    after = 0
+    while True:
+        page = client.get(f"/api/instances/{created['id']}/events", {"after": after, "limit": 3}).json()
+        if not page["events"]:
+            break
+        seqs += [e["seq"] for e in page["events"]]
+        after = page["events"][-1]["seq"]
+    assert seqs == list(range(1, body_last_seq(client, created["id"]) + 1))
+    assert [e["type"] for e in client.get(f"/api/instances/{created['id']}/events").json()["events"]][-1] == \
+        "instance_completed"
+    # The same key after completion still names the same instance.
+    again = post_json(client, START.format(slug="api-flow"), {"input": {}}, **{"Idempotency-Key": "live-1"})
+    assert again.json()["id"] == created["id"] and again.json()["status"] == "completed"
+
+
+def body_last_seq(client: Client, instance_id: int) -> int:
+    return client.get(f"/api/instances/{instance_id}/events", {"limit": 1}).json()["last_seq"]
