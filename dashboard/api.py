@@ -97,6 +97,7 @@ def instance_json(instance: WorkflowInstance) -> dict[str, Any]:
         "error": instance.error,
         "context": instance.context,
         "loop_count": instance.loop_count,
+        "max_transitions": instance.max_transitions,
         "steps": instance.steps.count(),
         "trace_id": instance.trace_id,
         "tokens": instance.tokens,

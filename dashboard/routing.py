@@ -1,5 +1,15 @@
+"""WebSocket routes (dashboard/asgi.py puts them behind AllowedHostsOriginValidator and
+AuthMiddlewareStack)."""
+
 from __future__ import annotations
 
 from typing import Any
 
-websocket_urlpatterns: list[Any] = []
+from django.urls import path
+
+from dashboard.consumers import DashboardConsumer, InstanceConsumer
+
+websocket_urlpatterns: list[Any] = [
+    path("ws/instances/<int:instance_id>/", InstanceConsumer.as_asgi()),
+    path("ws/dashboard/", DashboardConsumer.as_asgi()),
+]

@@ -1,24 +1,50 @@
 from django.conf import settings
 from django.contrib import admin
 from django.contrib.auth import views as auth_views
+from django.contrib.staticfiles.urls import staticfiles_urlpatterns
 from django.urls import path
 
-from dashboard import api, demo, views
+from dashboard import api, demo, editor, editor_api, instance_api, review_views, views
 
 urlpatterns = [
     path("", views.home, name="home"),
     path("healthz", views.healthz, name="healthz"),
+    path("workflows/", editor.workflow_list, name="workflow-list"),
     path("workflows/<slug:slug>/", views.definition_detail, name="definition"),
+    path("workflows/<slug:slug>/edit/", editor.editor, name="workflow-editor"),
+    path("workflows/<slug:slug>/duplicate", editor.duplicate, name="workflow-duplicate"),
+    path("workflows/<slug:slug>/archive", editor.archive, name="workflow-archive"),
+    path("instances/", views.instance_list, name="instance-list"),
     path("instances/<int:instance_id>/", views.instance_detail, name="instance"),
     path("api/node-types", api.node_types, name="api-node-types"),
     path("api/validate", api.validate, name="api-validate"),
     path("api/workflows/<slug:slug>/instances", api.start_instance, name="api-start"),
+    path("api/workflows/<slug:slug>/versions", editor_api.versions, name="api-editor-versions"),
+    path("api/workflows/<slug:slug>/versions/<int:number>", editor_api.version_detail, name="api-editor-version"),
+    path("api/workflows/<slug:slug>/versions/<int:number>/restore", editor_api.restore,
+         name="api-editor-restore"),
+    path("api/workflows/<slug:slug>/diff", editor_api.diff, name="api-editor-diff"),
+    path("api/expressions/check", editor_api.check_expression, name="api-check-expression"),
     path("api/instances/<int:instance_id>", api.instance, name="api-instance"),
     path("api/instances/<int:instance_id>/events", api.instance_events, name="api-instance-events"),
+    path("api/instances/<int:instance_id>/steps", instance_api.instance_steps, name="api-instance-steps"),
+    path("api/instances/<int:instance_id>/cancel", instance_api.cancel, name="api-instance-cancel"),
+    path("api/instances/<int:instance_id>/retry", instance_api.retry, name="api-instance-retry"),
+    path("api/instances/<int:instance_id>/rerun", instance_api.rerun, name="api-instance-rerun"),
+    path("api/instances/<int:instance_id>/review", instance_api.review_decide, name="api-instance-review"),
+    path("api/dashboard", instance_api.dashboard_stats, name="api-dashboard"),
+    path("review/", review_views.review_list, name="review-list"),
+    path("review/<int:item_id>/", review_views.review_detail, name="review-detail"),
     path("accounts/login/", auth_views.LoginView.as_view(), name="login"),
     path("accounts/logout/", auth_views.LogoutView.as_view(), name="logout"),
     path("admin/", admin.site.urls),
+    # Last among the API routes: an unknown /api/ path answers JSON, not the HTML 404 page.
+    path("api/<path:rest>", api.not_found, name="api-not-found"),
 ]
+
+# Static files from the app server only when DEBUG (make run, browser tests); production serves them
+# from STATIC_ROOT (collectstatic) in front of daphne.
+urlpatterns += staticfiles_urlpatterns()
 
 if settings.STEADYFLOW["DEMO_ENDPOINTS"]:
     urlpatterns += [

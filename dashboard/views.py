@@ -2,13 +2,27 @@
 
 from __future__ import annotations
 
+from datetime import UTC, date, datetime, time, timedelta
+from typing import Any
+from urllib.parse import urlencode
+
 from django.contrib.auth.decorators import login_required
+from django.core.exceptions import PermissionDenied
+from django.core.paginator import Paginator
 from django.db import connection
-from django.db.models import Count
 from django.http import HttpRequest, HttpResponse, JsonResponse
 from django.shortcuts import get_object_or_404, render
+from django.urls import NoReverseMatch, reverse
 
-from workflows.models import StepRun, WorkflowDefinition, WorkflowInstance
+from workflows.engine.statuses import InstanceStatus
+from workflows.models import WorkflowDefinition, WorkflowInstance, WorkflowVersion
+
+OPERATE_PERMISSION = "workflows.operate_workflowinstance"
+
+
+def _require_view(request: HttpRequest) -> None:
+    if not request.user.has_perm("workflows.view_workflowinstance"):
+        raise PermissionDenied("permission denied: you need workflows.view_workflowinstance (the viewers group)")
 
 
 def _get_instance_for_user(request: HttpRequest, instance_id: int) -> WorkflowInstance:
@@ -19,11 +33,11 @@ def _get_instance_for_user(request: HttpRequest, instance_id: int) -> WorkflowIn
 
 @login_required
 def home(request: HttpRequest) -> HttpResponse:
-    definitions = WorkflowDefinition.objects.filter(archived=False).annotate(n_versions=Count("versions"))
-    instances = WorkflowInstance.objects.select_related("version__definition")[:50]
-    counts = dict(WorkflowInstance.objects.values_list("status").annotate(n=Count("id")).order_by())
-    return render(request, "dashboard/home.html",
-                  {"definitions": definitions, "instances": instances, "counts": counts})
+    """The operations dashboard: figures come from /api/dashboard and refresh over the `dashboard` group."""
+    _require_view(request)
+    from dashboard.instance_api import compute_stats
+
+    return render(request, "dashboard/home.html", {"stats": compute_stats()})
 
 
 @login_required
@@ -37,10 +51,119 @@ def definition_detail(request: HttpRequest, slug: str) -> HttpResponse:
 
 @login_required
 def instance_detail(request: HttpRequest, instance_id: int) -> HttpResponse:
+    """The live instance page: the graph coloured by step state, the inspector, the timeline, the actions.
+    Its state is built in the browser from the event log and kept current over the WebSocket."""
+    _require_view(request)
     instance = _get_instance_for_user(request, instance_id)
-    steps = StepRun.objects.filter(instance=instance).order_by("id")
-    events = instance.events.order_by("seq")[:500]
-    return render(request, "dashboard/instance.html", {"instance": instance, "steps": steps, "events": events})
+    return render(request, "dashboard/instance.html", _instance_page_context(request, instance))
+
+
+@login_required
+def instance_list(request: HttpRequest) -> HttpResponse:
+    """Every instance, filtered (workflow, status, dates, halt reason), searched by id or trace id, paginated."""
+    _require_view(request)
+    return render(request, "dashboard/instances.html", _instance_list_context(request))
+
+
+def _instance_page_context(request: HttpRequest, instance: WorkflowInstance) -> dict[str, Any]:
+    from workflows import review
+    from workflows.engine.nodes import known_kinds
+
+    can_operate = request.user.has_perm(OPERATE_PERMISSION)
+    item = instance.reviews.filter(status="open").order_by("-created_at").first()
+    node_types = [{k: v for k, v in kind.describe().items() if k != "schema"} for kind in known_kinds().values()]
+    urls = {
+        "instance": reverse("api-instance", args=[instance.pk]),
+        "events": reverse("api-instance-events", args=[instance.pk]),
+        "steps": reverse("api-instance-steps", args=[instance.pk]),
+        "cancel": reverse("api-instance-cancel", args=[instance.pk]),
+        "retry": reverse("api-instance-retry", args=[instance.pk]),
+        "rerun": reverse("api-instance-rerun", args=[instance.pk]),
+        "review": reverse("api-instance-review", args=[instance.pk]),
+        "ws": f"/ws/instances/{instance.pk}/",
+        "reviewDetail": _url_template("review-detail"),
+    }
+    config = {
+        "instance": {
+            "id": instance.pk, "status": instance.status, "reason": instance.halt_reason, "error": instance.error,
+            "workflow": instance.version.definition.slug, "version": instance.version.number,
+            "last_seq": instance.event_seq,
+        },
+        "graph": instance.version.graph,
+        "nodeTypes": node_types,
+        "urls": urls,
+        "canOperate": can_operate,
+        "canDecide": review.can_decide(request.user),
+        "review": {"id": item.pk, "reason": item.reason, "node": item.node_id, "details": item.details}
+        if item else None,
+        "reviewActions": list(review.ACTIONS),
+    }
+    return {"instance": instance, "config": config, "can_operate": can_operate, "review_item": item}
+
+
+def _url_template(name: str) -> str | None:
+    """A URL with `{id}` where its one integer argument goes (None when the page does not exist)."""
+    try:
+        return reverse(name, args=[987654321]).replace("987654321", "{id}")
+    except NoReverseMatch:
+        return None
+
+
+INSTANCE_PAGE_SIZE = 50
+KNOWN_REASONS = ("step_failed", "dead_end", "loop_breaker", "circuit_open", "ttl_expired", "budget_exceeded",
+                 "poison_step", "compensation_failed", "rejected", "cancelled")
+
+
+def _parse_day(raw: str, name: str, errors: list[str]) -> datetime | None:
+    if not raw:
+        return None
+    try:
+        day = date.fromisoformat(raw)
+    except ValueError:
+        errors.append(f"'{name}' must be a date like 2026-01-31, not {raw!r}")
+        return None
+    return datetime.combine(day, time.min, tzinfo=UTC)
+
+
+def _instance_list_context(request: HttpRequest) -> dict[str, Any]:
+    get = request.GET
+    filters = {key: get.get(key, "").strip() for key in ("workflow", "status", "reason", "from", "to", "q")}
+    errors: list[str] = []
+    instances = WorkflowInstance.objects.all()
+    if filters["workflow"]:
+        # Through the version ids: an indexed IN on the instance table, no join to filter on.
+        versions = list(WorkflowVersion.objects.filter(definition__slug=filters["workflow"])
+                        .values_list("pk", flat=True))
+        instances = instances.filter(version_id__in=versions)
+    if filters["status"]:
+        instances = instances.filter(status=filters["status"])
+    if filters["reason"]:
+        instances = instances.filter(halt_reason=filters["reason"])
+    start = _parse_day(filters["from"], "from", errors)
+    end = _parse_day(filters["to"], "to", errors)
+    if start:
+        instances = instances.filter(created_at__gte=start)
+    if end:
+        instances = instances.filter(created_at__lt=end + timedelta(days=1))
+    query = filters["q"].lstrip("#")
+    if query:
+        if query.isdigit():
+            instances = instances.filter(pk=int(query))
+        else:
+            # A whole traceparent, or just its 32-hex trace id: both are substrings of the stored value.
+            instances = instances.filter(trace_id__contains=query.lower())
+    paginator = Paginator(instances.select_related("version__definition").order_by("-id"), INSTANCE_PAGE_SIZE)
+    page = paginator.get_page(get.get("page"))
+    kept = {k: v for k, v in filters.items() if v}
+    return {
+        "page": page,
+        "filters": filters,
+        "errors": errors,
+        "query_string": urlencode(kept),
+        "workflows": WorkflowDefinition.objects.order_by("slug").values_list("slug", flat=True),
+        "statuses": InstanceStatus.values,
+        "reasons": sorted(set(KNOWN_REASONS) | ({filters["reason"]} if filters["reason"] else set())),
+    }
 
 
 def healthz(request: HttpRequest) -> JsonResponse:

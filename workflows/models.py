@@ -108,7 +108,10 @@ class WorkflowInstance(models.Model):
 
     class Meta:
         ordering = ["-id"]
-        indexes = [models.Index(fields=["status", "deadline"], name="instance_status_deadline")]
+        indexes = [
+            models.Index(fields=["status", "deadline"], name="instance_status_deadline"),
+            models.Index(fields=["trace_id"], name="instance_trace_id"),  # search by trace id
+        ]
         permissions = [("operate_workflowinstance", "Can cancel, retry and decide reviews of instances")]
 
     def __str__(self) -> str:
@@ -159,6 +162,7 @@ class StepRun(models.Model):
         indexes = [
             models.Index(fields=["status", "due_at"], name="step_status_due"),
             models.Index(fields=["status", "lease_until"], name="step_status_lease"),
+            models.Index(fields=["finished_at"], name="step_finished_at"),  # the dashboard's last hour
         ]
         ordering = ["id"]
 

@@ -1,0 +1,205 @@
+"""Browser fixtures: Playwright driving Debian's chromium (Playwright cannot download its own here).
+
+- `browser`: one chromium per test module. Playwright's sync API keeps an asyncio loop running in the
+  main thread while it is alive, which breaks `asyncio.run` in later tests and trips Django's
+  async-safety check; so it lives only as long as the module, and DJANGO_ALLOW_ASYNC_UNSAFE is set only
+  meanwhile (ORM calls in these tests run between browser calls, never concurrently with them).
+- `page`: a fresh browser context and page per test, 1440x900.
+- `login(page, user)`: log in through the real login form.
+- `make_user(username, *groups)`: a user in the given permission groups (password "pw").
+
+Pages without WebSockets use pytest-django's `live_server` (WSGI).
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Callable, Iterator
+from importlib import import_module
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+CHROMIUM = Path(os.environ.get("STEADYFLOW_CHROMIUM", "/usr/bin/chromium"))
+CHROMIUM_ARGS = ["--no-sandbox", "--disable-gpu", "--disable-background-networking", "--disable-component-update",
+                 "--disable-sync", "--no-first-run", "--disable-quic"]
+PASSWORD = "pw"
+ROOT = Path(__file__).resolve().parents[2]
+
+
+@pytest.fixture(scope="module")
+def browser() -> Iterator[Any]:
+    if not CHROMIUM.exists():
+        pytest.skip(f"{CHROMIUM} is missing: install Debian's chromium (apt-get install -y chromium); CI does")
+    from playwright.sync_api import sync_playwright
+
+    previous = os.environ.get("DJANGO_ALLOW_ASYNC_UNSAFE")
+    os.environ["DJANGO_ALLOW_ASYNC_UNSAFE"] = "true"
+    playwright = sync_playwright().start()
+    try:
+        chromium = playwright.chromium.launch(executable_path=str(CHROMIUM), args=CHROMIUM_ARGS)
+        yield chromium
+        chromium.close()
+    finally:
+        playwright.stop()
+        if previous is None:
+            os.environ.pop("DJANGO_ALLOW_ASYNC_UNSAFE", None)
+        else:
+            os.environ["DJANGO_ALLOW_ASYNC_UNSAFE"] = previous
+
+
+@pytest.fixture
+def page(browser: Any, live_server: Any, transactional_db: None, request: Any, tmp_path: Path) -> Iterator[Any]:
+    context = browser.new_context(base_url=live_server.url, viewport={"width": 1440, "height": 900},
+                                  accept_downloads=True)
+    context.set_default_timeout(15_000)
+    page = context.new_page()
+    errors: list[str] = []
+    console: list[str] = []
+    page.on("pageerror", lambda exc: errors.append(str(exc)))
+    page.on("console", lambda message: console.append(f"{message.type}: {message.text}"))
+    page.js_errors = errors  # tests assert the page ran without script errors
+    yield page
+    failed = getattr(request.node, "rep_call", None) is not None and request.node.rep_call.failed
+    if failed:
+        shot = tmp_path / "failure.png"
+        page.screenshot(path=str(shot), full_page=True)
+        print(f"screenshot of the failure: {shot}; script errors: {errors}")
+        print("browser console:\n" + "\n".join(console[-50:]))
+    context.close()
+
+
+def ensure_role_groups() -> None:
+    """(Re)create the permission groups the migrations define: a transactional test's flush empties them."""
+    from django.contrib.auth.models import Group, Permission
+
+    for module in sorted((ROOT / "workflows" / "migrations").glob("0*.py")):
+        roles = getattr(import_module(f"workflows.migrations.{module.stem}"), "ROLES", None)
+        for name, codenames in (roles or {}).items():
+            group, _ = Group.objects.get_or_create(name=name)
+            group.permissions.add(*Permission.objects.filter(content_type__app_label="workflows",
+                                                             codename__in=codenames))
+
+
+@pytest.fixture
+def make_user(transactional_db: None) -> Callable[..., Any]:
+    """make_user("dana", "designers"): a user in those groups, with the password "pw"."""
+    from django.contrib.auth.models import Group, User
+
+    ensure_role_groups()
+
+    def make(username: str, *groups: str) -> Any:
+        user = User.objects.create_user(username=username, password=PASSWORD)
+        for name in groups:
+            user.groups.add(Group.objects.get(name=name))
+        return user
+
+    return make
+
+
+@pytest.fixture
+def login() -> Callable[[Any, Any], None]:
+    def do_login(page: Any, user: Any) -> None:
+        page.goto("/accounts/login/")
+        page.fill("#id_username", user.username)
+        page.fill("#id_password", PASSWORD)
+        page.click("button[type=submit]")
+        page.wait_for_url(lambda url: "/accounts/login/" not in url)
+
+    return do_login
+
+
+# --- Pages with WebSockets: daphne (ASGI) on a free port -------------------------------------------
+# pytest-django's live_server is WSGI only. `daphne_server` runs the real ASGI application against the
+# test database and Redis (the workers' environment, see tests/conftest.py), with DEBUG on so it serves
+# the static files; it can be killed and restarted on the same port (tests of reconnecting pages).
+# `daphne_page` is `page` for that server.
+
+class DaphneServer:
+    def __init__(self, env: dict[str, str], log_dir: Path) -> None:
+        import socket
+
+        with socket.socket() as sock:
+            sock.bind(("127.0.0.1", 0))
+            self.port = sock.getsockname()[1]
+        self.url = f"http://127.0.0.1:{self.port}"
+        self.env = env
+        self.log_dir = log_dir
+        self.proc: Any = None
+        self.starts = 0
+
+    def start(self, timeout: float = 30.0) -> None:
+        import subprocess
+        import sys
+        import time
+        import urllib.request
+
+        root = Path(__file__).resolve().parents[2]
+        self.starts += 1
+        log = open(self.log_dir / f"daphne-{self.starts}.log", "wb")
+        self.proc = subprocess.Popen(
+            [sys.executable, "-m", "daphne", "-b", "127.0.0.1", "-p", str(self.port), "dashboard.asgi:application"],
+            cwd=root, env=self.env, stdout=log, stderr=subprocess.STDOUT, start_new_session=True)
+        deadline = time.monotonic() + timeout
+        while time.monotonic() < deadline:
+            if self.proc.poll() is not None:
+                raise AssertionError(f"daphne exited at start: {self.logs()}")
+            try:
+                with urllib.request.urlopen(self.url + "/healthz", timeout=1) as response:
+                    if response.status == 200:
+                        return
+            except OSError:
+                time.sleep(0.1)
+        raise AssertionError(f"daphne did not answer within {timeout} s: {self.logs()}")
+
+    def kill(self) -> None:
+        """SIGKILL: every socket it held drops at once, as when a server dies."""
+        import signal
+
+        if self.proc is not None and self.proc.poll() is None:
+            os.killpg(self.proc.pid, signal.SIGKILL)
+            self.proc.wait(timeout=10)
+
+    def stop(self) -> None:
+        import signal
+        import subprocess
+
+        if self.proc is None or self.proc.poll() is not None:
+            return
+        os.killpg(self.proc.pid, signal.SIGTERM)
+        try:
+            self.proc.wait(timeout=10)
+        except subprocess.TimeoutExpired:
+            self.kill()
+
+    def logs(self) -> str:
+        return "\n".join(p.read_text(errors="replace")[-3000:] for p in sorted(self.log_dir.glob("daphne-*.log")))
+
+
+@pytest.fixture
+def daphne_server(worker_env: dict[str, str], tmp_path: Path) -> Iterator[DaphneServer]:
+    server = DaphneServer({**worker_env, "DEBUG": "1"}, tmp_path)
+    server.start()
+    yield server
+    server.stop()
+
+
+@pytest.fixture
+def daphne_page(browser: Any, daphne_server: DaphneServer, request: Any, tmp_path: Path) -> Iterator[Any]:
+    context = browser.new_context(base_url=daphne_server.url, viewport={"width": 1440, "height": 900})
+    context.set_default_timeout(15_000)
+    page = context.new_page()
+    errors: list[str] = []
+    console: list[str] = []
+    page.on("pageerror", lambda exc: errors.append(str(exc)))
+    page.on("console", lambda message: console.append(f"{message.type}: {message.text}"))
+    page.js_errors = errors
+    yield page
+    if getattr(request.node, "rep_call", None) is not None and request.node.rep_call.failed:
+        shot = tmp_path / "failure.png"
+        page.screenshot(path=str(shot), full_page=True)
+        print(f"screenshot of the failure: {shot}; script errors: {errors}")
+        print("browser console:\n" + "\n".join(console[-50:]))
+        print("daphne:\n" + daphne_server.logs())
+    context.close()
