@@ -141,6 +141,8 @@ STEADYFLOW = {
     "REDISPATCH_AFTER_S": env_float("STEADYFLOW_REDISPATCH_AFTER_S", 10.0, minimum=0.5),
     "SCHEDULER_INTERVAL_S": env_float("STEADYFLOW_SCHEDULER_INTERVAL_S", 0.5, minimum=0.05),
     # `manage.py health` names active instances with no progress for longer than this.
+    # A step whose worker died this many times (lease lost) is presumed poison: halted into review.
+    "POISON_AFTER_LOSSES": env_int("STEADYFLOW_POISON_AFTER_LOSSES", 2, minimum=1),
     "STUCK_AFTER_S": env_float("STEADYFLOW_STUCK_AFTER_S", 300.0, minimum=1.0),
     # Run a single same-queue successor in the same job (see README, "Inline continuation").
     "INLINE_CONTINUATION": env_bool("STEADYFLOW_INLINE_CONTINUATION", True),

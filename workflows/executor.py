@@ -16,7 +16,7 @@ import logging
 import secrets
 import traceback
 from collections.abc import Iterator, Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from datetime import datetime, timedelta
 from decimal import Decimal
 from functools import lru_cache
@@ -674,6 +674,11 @@ def _open_human_task(tr: Transition, node: Node) -> None:
 def _fail_attempt(tr: Transition, step: StepRun, claim: Claim, error: StepError) -> None:
     policy = RetryPolicy.from_node(claim.node.retry, conf("DEFAULT_MAX_ATTEMPTS"))
     info = error.as_dict()
+    lost_worker = info.get("code") == "lease_expired"
+    if lost_worker:
+        # A dead worker is not the step's fault: retry it even past the node's attempts, until it has
+        # lost POISON_AFTER_LOSSES workers (then it is presumed to be what kills them).
+        policy = replace(policy, max_attempts=max(policy.max_attempts, conf("POISON_AFTER_LOSSES")))
     if policy.should_retry(step.attempt, error.permanent):
         delay = policy.delay(step.attempt)
         due = tr.now + timedelta(seconds=delay)
@@ -683,8 +688,7 @@ def _fail_attempt(tr: Transition, step: StepRun, claim: Claim, error: StepError)
         tr.event("step_retrying", step.node_id, step, visit=step.visit, attempt=step.attempt, error=info,
                  retry_in_s=round(delay, 3))
         return
-    # The reconciler's StepError carries its code in details (error.code stays "step_error"): read the dict.
-    if info.get("code") == "lease_expired" and tr.instance.status != InstanceStatus.HALTED:
+    if lost_worker and tr.instance.status != InstanceStatus.HALTED:
         # A step whose worker died on every attempt (a poison step) would kill workers forever:
         # park it and ask an operator, who may retry it, reroute or reject.
         StepRun.objects.filter(pk=step.pk).update(error=info)

@@ -60,21 +60,57 @@ def redispatch_lost(now: datetime, after_s: float) -> int:
     stale = list(StepRun.objects.filter(status=StepStatus.QUEUED, due_at__lte=now - timedelta(seconds=after_s))
                  .values_list("pk", "queue")[:BATCH])
     lost = []
+    waiting: dict[str, set[str] | None] = {}  # job ids on each queue, read at most once per tick
     for pk, queue in stale:
         connection = django_rq.get_connection(queue)
+        job_id = dispatch.job_id_for(pk)
+        started_at = None
         try:
-            job = Job.fetch(dispatch.job_id_for(pk), connection=connection)
+            job = Job.fetch(job_id, connection=connection)
             status = job.get_status(refresh=False)
+            started_at = job.started_at
         except Exception:  # noqa: BLE001 - NoSuchJobError, or a job hash that no longer parses
             status = None
-        if status in (JobStatus.QUEUED, JobStatus.STARTED, JobStatus.SCHEDULED, JobStatus.DEFERRED):
+        if status in (JobStatus.SCHEDULED, JobStatus.DEFERRED):
             continue
+        recent = now - timedelta(seconds=after_s)
+        if status == JobStatus.STARTED and started_at is not None and started_at > recent:
+            continue  # a worker is starting it right now: its claim comes next
+        if status == JobStatus.QUEUED:
+            # A worker that popped the job and died before starting it leaves it QUEUED but off its
+            # queue (in RQ's intermediate list, or nowhere for a multi-queue worker).
+            if queue not in waiting:
+                waiting[queue] = _job_ids_on(queue)
+            ids = waiting[queue]
+            if ids is None or job_id in ids:
+                continue
+        # STARTED is lost too: a live worker claims the step moments after starting its job, so a
+        # step still queued in the database REDISPATCH_AFTER_S later lost that worker. Should the
+        # worker be alive after all, the duplicate job loses the claim and does nothing.
         lost.append((pk, queue))
     if lost:
         StepRun.objects.filter(pk__in=[pk for pk, _ in lost], status=StepStatus.QUEUED).update(due_at=now)
-        dispatch.enqueue_steps(lost)
-        log.warning("re-dispatched %d queued step(s) that no queue held", len(lost))
-    return len(lost)
+        sent = dispatch.enqueue_steps(lost)
+        log.warning("re-dispatched %d of %d queued step(s) that no queue held", sent, len(lost))
+        return sent
+    return 0
+
+
+QUEUE_SCAN_LIMIT = 10_000
+
+
+def _job_ids_on(queue: str) -> set[str] | None:
+    """The job ids waiting on a queue; None when unknown (Redis down) or too long to scan each tick,
+    in which case a QUEUED job is trusted to be on it."""
+    import django_rq
+
+    try:
+        rq_queue = django_rq.get_queue(queue)
+        if rq_queue.count > QUEUE_SCAN_LIMIT:
+            return None
+        return set(rq_queue.get_job_ids())
+    except Exception:  # noqa: BLE001 - Redis unreachable: nothing can be enqueued this tick anyway
+        return None
 
 
 def reclaim_expired_leases(now: datetime) -> int:

@@ -1,0 +1,150 @@
+"""A TCP proxy in front of PostgreSQL that can lose a COMMIT's acknowledgement.
+
+This is the failure "the commit succeeded but the caller was told it failed": the server commits
+and answers `CommandComplete COMMIT`, and the network drops the connection before the answer
+reaches the client, which sees "server closed the connection unexpectedly". Nothing in the
+product is patched; the proxy only forwards bytes and, once armed, closes one connection at the
+right moment.
+
+A worker connection arms itself by sending the query `SELECT 'steadyflow-fault:drop-next-commit-ack'`
+(see functions.arm_commit_drop): the next COMMIT on that same connection is forwarded to the
+server, its acknowledgement is swallowed, and both sockets are closed.
+
+The client must connect with sslmode=disable (and gssencmode=disable) so the protocol is visible.
+"""
+
+from __future__ import annotations
+
+import socket
+import struct
+import threading
+import time
+from dataclasses import dataclass, field
+
+ARM_MARKER = b"steadyflow-fault:drop-next-commit-ack"
+_COMMIT_QUERY = b"COMMIT\x00"
+_COMMIT_COMPLETE = b"C\x00\x00\x00\x0bCOMMIT\x00"  # CommandComplete, length 11, tag "COMMIT"
+_SSL_REQUEST = 80877103
+_GSSENC_REQUEST = 80877104
+
+
+@dataclass
+class _Link:
+    client: socket.socket
+    server: socket.socket
+    armed: bool = False
+    swallowing: bool = False
+    closed: threading.Event = field(default_factory=threading.Event)
+
+    def close(self) -> None:
+        self.closed.set()
+        for sock in (self.client, self.server):
+            try:
+                sock.shutdown(socket.SHUT_RDWR)
+            except OSError:
+                pass
+            sock.close()
+
+
+class CommitAckDropper:
+    def __init__(self, upstream_host: str, upstream_port: int, blackout_s: float = 0.0) -> None:
+        """`blackout_s`: after dropping an acknowledgement, refuse new connections this long (the
+        database stays unreachable, so the client's own retries give up)."""
+        self.upstream = (upstream_host, upstream_port)
+        self.blackout_s = blackout_s
+        self._refuse_until = 0.0
+        self.listener = socket.create_server(("127.0.0.1", 0))
+        self.port = self.listener.getsockname()[1]
+        self.dropped_acks = 0
+        self.connections = 0
+        self._lock = threading.Lock()
+        self._links: list[_Link] = []
+        self._stopping = False
+        threading.Thread(target=self._accept, daemon=True, name="pgproxy-accept").start()
+
+    def stop(self) -> None:
+        self._stopping = True
+        self.listener.close()
+        for link in list(self._links):
+            link.close()
+
+    def _accept(self) -> None:
+        while not self._stopping:
+            try:
+                client, _ = self.listener.accept()
+            except OSError:
+                return
+            if time.monotonic() < self._refuse_until:
+                client.close()
+                continue
+            try:
+                server = socket.create_connection(self.upstream)
+            except OSError:
+                client.close()
+                continue
+            link = _Link(client, server)
+            with self._lock:
+                self._links.append(link)
+                self.connections += 1
+            threading.Thread(target=self._client_to_server, args=(link,), daemon=True).start()
+            threading.Thread(target=self._server_to_client, args=(link,), daemon=True).start()
+
+    @staticmethod
+    def _read_exact(sock: socket.socket, n: int) -> bytes:
+        data = b""
+        while len(data) < n:
+            chunk = sock.recv(n - len(data))
+            if not chunk:
+                raise ConnectionError("peer closed")
+            data += chunk
+        return data
+
+    def _client_to_server(self, link: _Link) -> None:
+        """Parse the client's messages (to see the arm marker and COMMIT), forwarding each whole."""
+        try:
+            # Untyped start-up messages: SSL/GSS requests (answered 'N' by the server) then the startup.
+            while True:
+                header = self._read_exact(link.client, 8)
+                length, code = struct.unpack("!ii", header)
+                rest = self._read_exact(link.client, length - 8)
+                link.server.sendall(header + rest)
+                if code not in (_SSL_REQUEST, _GSSENC_REQUEST):
+                    break
+            while True:
+                header = self._read_exact(link.client, 5)
+                kind = header[:1]
+                (length,) = struct.unpack("!i", header[1:])
+                body = self._read_exact(link.client, length - 4)
+                if kind in (b"Q", b"P") and ARM_MARKER in body:
+                    link.armed = True
+                elif kind == b"Q" and body == _COMMIT_QUERY and link.armed:
+                    link.armed = False
+                    link.swallowing = True
+                link.server.sendall(header + body)
+        except (OSError, ConnectionError):
+            pass
+        finally:
+            link.close()
+
+    def _server_to_client(self, link: _Link) -> None:
+        buffered = b""
+        try:
+            while True:
+                chunk = link.server.recv(65536)
+                if not chunk:
+                    return
+                if link.swallowing:
+                    # The server is answering the armed COMMIT: once it says COMMIT is complete the
+                    # transaction is durable; the client never hears it.
+                    buffered += chunk
+                    if _COMMIT_COMPLETE in buffered:
+                        with self._lock:
+                            self.dropped_acks += 1
+                            self._refuse_until = time.monotonic() + self.blackout_s
+                        return
+                    continue
+                link.client.sendall(chunk)
+        except OSError:
+            pass
+        finally:
+            link.close()
