@@ -59,6 +59,11 @@ class DatabaseBreaker:
 
     def allow(self) -> bool:
         now = timezone.now().timestamp()
+        # A closed breaker lets every call through: read it without the row lock, so the start of
+        # every LLM call does not queue behind one row. Only open/half-open states need the lock.
+        state = BreakerState.objects.filter(key=self.key).values_list("state", flat=True).first()
+        if state in (None, logic.CLOSED):
+            return True
         with transaction.atomic():
             row = self._locked_row()
             current = _load(row)
