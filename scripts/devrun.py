@@ -109,7 +109,7 @@ def ensure_login() -> None:
         "if U.objects.filter(is_superuser=True).exists(): sys.exit(3)\n"
         f"U.objects.create_superuser('admin', 'admin@example.com', {PASSWORD!r})\n"
     )
-    result = subprocess.run([PY, "manage.py", "shell", "-c", code], cwd=ROOT)
+    result = subprocess.run([PY, "manage.py", "shell", "--no-imports", "-c", code], cwd=ROOT)
     password_file = VAR / "admin-password.txt"
     if result.returncode == 0:
         password_file.write_text(PASSWORD + "\n")
@@ -174,7 +174,11 @@ def run() -> int:
         log("stopping")
         return 0
     finally:
-        stop(list(reversed(procs)))
+        # A second Ctrl-C must not cut the clean-up short; Redis goes last, after its clients.
+        signal.signal(signal.SIGINT, signal.SIG_IGN)
+        stop([p for p in procs if p is not redis])
+        if redis is not None:
+            stop([redis])
 
 
 def spawn(spec: list[str]) -> subprocess.Popen[bytes]:
