@@ -129,7 +129,15 @@ def free_port(preferred: int) -> int:
             sys.exit(f"port {preferred} is in use: set PORT to another")
 
 
+def _interrupt(signum: int, frame: object) -> None:
+    raise KeyboardInterrupt
+
+
 def run() -> int:
+    # Ctrl-C and a supervisor's SIGTERM both stop everything (SIGINT may arrive ignored from a
+    # non-interactive parent shell, so install the handler explicitly).
+    signal.signal(signal.SIGINT, _interrupt)
+    signal.signal(signal.SIGTERM, _interrupt)
     port = free_port(int(os.environ.get("PORT", "8000")))
     os.environ.setdefault("DEBUG", "1")
     # The demo endpoints the examples call live on this server: allow-list it for the http node.
