@@ -106,7 +106,8 @@ def test_a_step_that_loses_its_worker_on_every_attempt_is_parked_for_review(proc
     instance = executor.start_instance(version, {})
     (work,) = steps(instance, "work")
     assert executor.claim_step(work.pk, "ghost:2", now=timezone.now() - timedelta(minutes=2)) is not None
-    processes.scheduler()
+    # One lost worker is presumed poison here (the default, 2, retries the first loss).
+    processes.scheduler(env={"STEADYFLOW_POISON_AFTER_LOSSES": "1"})
 
     expect_status(instance, "halted")
     assert instance.halt_reason == "poison_step"
