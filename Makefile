@@ -27,9 +27,9 @@ test: install
 test-engine: install
 	$(PY) scripts/devrun.py with-redis -- $(PY) -m pytest tests/engine tests/workflows $(PYTEST_ARGS)
 
-## Benchmarks: one JSON line per workload.
+## Benchmarks: one JSON line per workload on stdout (each run makes its own database and Redis).
 bench: install
-	$(PY) scripts/devrun.py with-redis -- $(PY) -m bench
+	$(PY) -m bench
 
 lint: install
 	$(VENV)/bin/ruff check .

@@ -26,7 +26,8 @@ PY = sys.executable
 
 
 def log(message: str) -> None:
-    print(f"[steadyflow] {message}", flush=True)
+    # stderr: the commands run under with-redis own stdout (make bench prints JSON lines there).
+    print(f"[steadyflow] {message}", file=sys.stderr, flush=True)
 
 
 def redis_binary() -> str:
