@@ -11,6 +11,7 @@ from django.core.exceptions import RequestDataTooBig
 from django.http import Http404, HttpRequest, HttpResponse, JsonResponse
 
 from workflows import executor
+from workflows.api_shapes import run_summary
 from workflows.engine.errors import GraphInvalid, PayloadTooLarge
 from workflows.engine.nodes import known_kinds
 from workflows.engine.validation import validate_graph
@@ -88,23 +89,15 @@ def _get_instance_for_user(request: HttpRequest, instance_id: int) -> WorkflowIn
 
 
 def instance_json(instance: WorkflowInstance) -> dict[str, Any]:
-    return {
-        "id": instance.pk,
-        "workflow": instance.version.definition.slug,
-        "version": instance.version.number,
-        "status": instance.status,
-        "reason": instance.halt_reason or None,
-        "error": instance.error,
-        "context": instance.context,
-        "loop_count": instance.loop_count,
+    """The CLI's run summary (workflows/api_shapes.py) keyed by `id`, with the API's extra fields."""
+    data = run_summary(instance)
+    data["id"] = data.pop("instance")
+    data.update({
         "max_transitions": instance.max_transitions,
-        "steps": instance.steps.count(),
-        "trace_id": instance.trace_id,
-        "tokens": instance.tokens,
-        "cost_usd": float(instance.cost_usd),
         "created_at": instance.created_at.isoformat(),
         "finished_at": instance.finished_at.isoformat() if instance.finished_at else None,
-    }
+    })
+    return data
 
 
 @api_view(("GET",))
