@@ -89,6 +89,11 @@ class InstanceConsumer(_Refusing):
     async def workflow_event(self, message: dict[str, Any]) -> None:
         await self.send_json({"type": "event", "event": message["event"]})
 
+    async def workflow_events(self, message: dict[str, Any]) -> None:
+        # One group message per commit (workflows/live.py); the page still gets one frame per event.
+        for event in message["events"]:
+            await self.send_json({"type": "event", "event": event})
+
 
 class DashboardConsumer(_Refusing):
     joined = False
@@ -117,7 +122,13 @@ class DashboardConsumer(_Refusing):
             await self.send_json({"type": "pong"})
 
     async def workflow_event(self, message: dict[str, Any]) -> None:
-        event = message["event"]
+        self._count(message["event"])
+
+    async def workflow_events(self, message: dict[str, Any]) -> None:
+        for event in message["events"]:
+            self._count(event)
+
+    def _count(self, event: dict[str, Any]) -> None:
         self.pending[event.get("type", "?")] += 1
         if len(self.instances) < 100:
             self.instances.add(event.get("instance"))
