@@ -175,7 +175,8 @@ def test_build_validate_save_reopen_export_import_run(page: Any, make_user: Any,
 
     # A condition on triage -> quick, checked as it is typed.
     page.mouse.click(*edge_midpoint(page, "triage", "quick"))
-    page.wait_for_selector(".edge-panel")
+    # Wait for *this* edge's panel: the edge just added may still have its own panel open.
+    page.wait_for_selector(".edge-panel h2:text-is('triage → quick')")
     page.fill("#f-when", "input.fast ==")
     page.wait_for_selector("#when-status.bad")
     assert "does not parse" in page.text_content("#when-status")
@@ -203,7 +204,7 @@ def test_build_validate_save_reopen_export_import_run(page: Any, make_user: Any,
 
     # Fix it: select the offending edge and press Delete; undo brings it back, redo removes it again.
     page.mouse.click(*edge_midpoint(page, "full", "triage"))
-    page.wait_for_selector(".edge-panel")
+    page.wait_for_selector(".edge-panel h2:text-is('full → triage')")
     page.locator("#cy").focus()
     page.keyboard.press("Delete")
     assert ("full", "triage") not in [(e["source"], e["target"]) for e in graph(page)["edges"]]
