@@ -72,6 +72,14 @@ def _workers(processes, **env: str) -> None:
     processes.scheduler(env=extra)
 
 
+def _start_refund(ledger: Ledger, request_id: str, amount: int) -> Any:
+    """Start refund-saga against the local ledger and wait for its human approval step."""
+    version = WorkflowDefinition.objects.get(slug="refund-saga").latest_version()
+    instance = executor.start_instance(version, {"request_id": request_id, "amount": amount,
+                                                 "ledger_base": ledger.base, "notify_base": ledger.base})
+    return wait_for_status(instance, "waiting", timeout=60)
+
+
 @pytest.mark.django_db(transaction=True)
 def test_seed_loop_halts_at_exactly_ten_and_resumes_when_granted_more(processes, operator):
     call_command("load_examples")
@@ -145,10 +153,7 @@ def test_ttl_halts_a_waiting_instance_and_resume_extends_the_deadline(processes,
 def test_refund_saga_human_approval_pays_with_idempotency_keys(processes, operator, ledger):
     call_command("load_examples")
     _workers(processes)
-    version = WorkflowDefinition.objects.get(slug="refund-saga").latest_version()
-    instance = executor.start_instance(version, {"request_id": "R-1", "amount": 42, "ledger_base": ledger.base,
-                                                 "notify_base": ledger.base})
-    wait_for_status(instance, "waiting", timeout=60)
+    instance = _start_refund(ledger, "R-1", 42)
     task = ReviewItem.objects.get(instance=instance, reason="human_task", status="open")
     assert task.details["prompt"] == "Approve refund of 42?"
     assert ledger.paths() == ["/reserve"]
@@ -166,10 +171,7 @@ def test_refund_saga_human_approval_pays_with_idempotency_keys(processes, operat
 def test_refund_saga_human_rejection_takes_the_reject_path(processes, operator, ledger):
     call_command("load_examples")
     _workers(processes)
-    version = WorkflowDefinition.objects.get(slug="refund-saga").latest_version()
-    instance = executor.start_instance(version, {"request_id": "R-2", "amount": 5, "ledger_base": ledger.base,
-                                                 "notify_base": ledger.base})
-    wait_for_status(instance, "waiting", timeout=60)
+    instance = _start_refund(ledger, "R-2", 5)
     task = ReviewItem.objects.get(instance=instance, reason="human_task")
     review.decide(task.pk, operator, review.Decision(action="reject", note="not eligible"))
     wait_for_status(instance, "completed", timeout=60)
@@ -182,10 +184,7 @@ def test_failed_payment_compensates_completed_steps_in_reverse(processes, operat
     call_command("load_examples")
     ledger.status["/pay"] = 400  # a permanent refusal: no retry helps
     _workers(processes)
-    version = WorkflowDefinition.objects.get(slug="refund-saga").latest_version()
-    instance = executor.start_instance(version, {"request_id": "R-3", "amount": 9, "ledger_base": ledger.base,
-                                                 "notify_base": ledger.base})
-    wait_for_status(instance, "waiting", timeout=60)
+    instance = _start_refund(ledger, "R-3", 9)
     review.decide(ReviewItem.objects.get(instance=instance).pk, operator, review.Decision(action="approve"))
     wait_for_status(instance, "compensated", timeout=60)
     assert ledger.paths() == ["/reserve", "/pay", "/release"]
@@ -201,10 +200,7 @@ def test_failing_compensation_halts_into_review_and_retry_finishes_it(processes,
     ledger.status["/pay"] = 400
     ledger.status["/release"] = 400
     _workers(processes)
-    version = WorkflowDefinition.objects.get(slug="refund-saga").latest_version()
-    instance = executor.start_instance(version, {"request_id": "R-4", "amount": 9, "ledger_base": ledger.base,
-                                                 "notify_base": ledger.base})
-    wait_for_status(instance, "waiting", timeout=60)
+    instance = _start_refund(ledger, "R-4", 9)
     review.decide(ReviewItem.objects.get(instance=instance).pk, operator, review.Decision(action="approve"))
     wait_for_status(instance, "halted", timeout=60)
     assert instance.halt_reason == "compensation_failed"
