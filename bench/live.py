@@ -1,7 +1,7 @@
 """The `live` workload: how long a committed event takes to reach the instance page's screen.
 
 A real browser (Debian's chromium, through Playwright) watches the instance page served by daphne
-while this process commits the instance's transitions one at a time, paced, through the executor's
+while this process commits the instance's transitions one at a time, paced, through the runtime's
 own functions (claim_step, run_claimed, finish_step: the code a worker runs). Right after each commit
 it notes the time; the page notes when it painted each event (the frame after it was drawn,
 `steadyflowLive.paints`). The lag of an event is paint time minus commit time, both read from the same
@@ -81,7 +81,7 @@ def _io_workers() -> int:
 
 def _commit_steps(instance_id: int, committed: dict[int, float]) -> None:
     """Run the instance's queued steps here, one commit at a time, noting each commit's events."""
-    from workflows import executor
+    from workflows import runtime
     from workflows.engine.statuses import StepStatus
     from workflows.models import StepRun, WorkflowInstance
 
@@ -100,13 +100,13 @@ def _commit_steps(instance_id: int, committed: dict[int, float]) -> None:
         if step is None:
             return
         time.sleep(PACE_S)
-        claim = executor.claim_step(step.pk, "bench-live")
+        claim = runtime.claim_step(step.pk, "bench-live")
         last = note_commit(last, time.time() * 1000)
         if claim is None:
             raise RuntimeError(f"step {step.pk} was claimed by someone else: stop the io workers")
-        outcome = executor.run_claimed(claim)
+        outcome = runtime.run_claimed(claim)
         time.sleep(PACE_S)
-        executor.finish_step(claim, outcome, allow_inline=False)
+        runtime.finish_step(claim, outcome, allow_inline=False)
         last = note_commit(last, time.time() * 1000)
 
 
@@ -119,7 +119,7 @@ def run() -> dict[str, Any]:
     from django.contrib.auth import get_user_model
     from django.db import connection
 
-    from workflows import executor
+    from workflows import runtime
     from workflows.definitions import save_version
 
     if not CHROMIUM.exists():
@@ -131,7 +131,7 @@ def run() -> dict[str, Any]:
     username = f"bench-live-{secrets.token_hex(3)}"
     get_user_model().objects.create_superuser(username, f"{username}@example.com", password)
     version = save_version(f"bench-live-{secrets.token_hex(3)}", _graph())
-    instance = executor.start_instance(version, {})
+    instance = runtime.start_instance(version, {})
 
     log = Path(os.environ.get("TMPDIR", "/tmp")) / f"bench-live-daphne-{os.getpid()}.log"
     port = _free_port()

@@ -145,7 +145,7 @@ class Probe:
 def run_chains(chains: int, length: int, probe: Probe, profiler: cProfile.Profile | None = None,
                slug: str = "profile-chain") -> dict[str, Any]:
     from bench import workloads as wl
-    from workflows import executor
+    from workflows import runtime
     from workflows.models import StepRun
 
     version = wl.version_for(slug, wl.chain_graph(length))
@@ -161,20 +161,20 @@ def run_chains(chains: int, length: int, probe: Probe, profiler: cProfile.Profil
             return stats[name] if measuring else None
 
         with probe.phase(start if measuring else None):
-            inst = executor.start_instance(version, {"n": i})
+            inst = runtime.start_instance(version, {"n": i})
         first = StepRun.objects.get(instance=inst, node_id="s1").pk
         if profiler and measuring:
             profiler.enable()
         t_chain = time.perf_counter()
         with probe.phase(pick("claim")):
-            claim = executor.claim_step(first, worker)
+            claim = runtime.claim_step(first, worker)
         while claim is not None:
             with probe.phase(pick("build+run")):
-                outcome = executor.run_claimed(claim)
+                outcome = runtime.run_claimed(claim)
             if outcome.error is not None:
                 raise RuntimeError(f"step failed: {outcome.error.message}")
             with probe.phase(pick("finish")):
-                claim = executor.finish_step(claim, outcome, allow_inline=True)
+                claim = runtime.finish_step(claim, outcome, allow_inline=True)
             steps += measuring
         if measuring:
             wall += time.perf_counter() - t_chain

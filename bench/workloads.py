@@ -22,8 +22,8 @@ from django.utils import timezone
 from bench.harness import note, wait_until
 from workflows.definitions import save_version
 from workflows.engine.statuses import INSTANCE_ACTIVE, InstanceStatus, StepStatus
-from workflows.executor import start_instance
 from workflows.models import StepRun, WorkflowInstance, WorkflowVersion
+from workflows.runtime import start_instance
 
 STRUCTURAL = ("start", "end")
 # Generous: a loop-breaker halt would otherwise stop a 10-step chain (the default is 10 activations).

@@ -10,7 +10,7 @@ from typing import Any
 from django.core.exceptions import RequestDataTooBig
 from django.http import Http404, HttpRequest, HttpResponse, JsonResponse
 
-from workflows import executor
+from workflows import runtime
 from workflows.api_shapes import run_summary
 from workflows.engine.errors import GraphInvalid, PayloadTooLarge
 from workflows.engine.nodes import known_kinds
@@ -131,7 +131,7 @@ def start_instance(request: HttpRequest, slug: str) -> JsonResponse:
         return error(400, "'input' must be a JSON object")
     key = request.headers.get("Idempotency-Key") or (body.get("idempotency_key") if isinstance(body, dict) else None)
     try:
-        instance = executor.start_instance(version, start_input, idempotency_key=key, user=request.user)
+        instance = runtime.start_instance(version, start_input, idempotency_key=key, user=request.user)
     except PayloadTooLarge as exc:
         return error(413, exc.message)
     except GraphInvalid as exc:

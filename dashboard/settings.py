@@ -181,10 +181,15 @@ STEADYFLOW = {
     "MAX_PAYLOAD_BYTES": env_int("STEADYFLOW_MAX_PAYLOAD_BYTES", 1_000_000, minimum=1024),
     # Live view publishing over Channels
     "PUBLISH_EVENTS": env_bool("STEADYFLOW_PUBLISH_EVENTS", True),
+    # Which store writes the engine's rows: "sql" (hand-written statements per database, the
+    # default) or "orm" (the Django ORM: the reference implementation, slower).
+    "STORE": env_str("STEADYFLOW_STORE", "sql"),
     # Small endpoints the examples call when run locally (make run turns them on).
     "DEMO_ENDPOINTS": env_bool("STEADYFLOW_DEMO_ENDPOINTS", False),
 }
 
+if STEADYFLOW["STORE"] not in ("sql", "orm"):
+    raise ImproperlyConfigured(f"STEADYFLOW_STORE={STEADYFLOW['STORE']!r} is not valid: expected sql or orm")
 if STEADYFLOW["TTL_ACTION"] not in ("halt", "fail"):
     raise ImproperlyConfigured(f"STEADYFLOW_TTL_ACTION={STEADYFLOW['TTL_ACTION']!r} is not valid: "
                                "expected halt or fail")

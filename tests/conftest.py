@@ -38,7 +38,7 @@ def database_url_for_tests() -> str:
 def _fresh_graph_cache() -> Iterator[None]:
     """Version ids come back after a test's rollback; the per-process graph cache must not outlive it.
     (In production versions are immutable and committed ids are never reused.)"""
-    from workflows.executor import graph_for_version
+    from workflows.runtime import graph_for_version
 
     graph_for_version.cache_clear()
     yield

@@ -18,7 +18,7 @@ workflows/rq_adapter.py) and runs the calls on one asyncio event loop:
   all in-flight steps in one transaction so the reconciler does not take back a long call.
 
 What an exception does: a handler's exception is the step's error, mapped exactly as
-`executor.run_claimed` maps it (a timeout becomes StepTimeout) and committed by `finish_step`; an
+`runtime.run_claimed` maps it (a timeout becomes StepTimeout) and committed by `finish_step`; an
 exception outside the handler (database down, a malformed job) fails the RQ job, recorded as RQ
 records failures. Neither stops the consumer.
 
@@ -47,17 +47,20 @@ import time
 from collections.abc import Awaitable, Callable
 from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass
+from datetime import timedelta
 from typing import Any, TypeVar
 
 import django_rq
 import redis
 from django.conf import settings
 from django.core.management.base import CommandError
-from django.db import close_old_connections, connections, transaction
+from django.db import close_old_connections, connections
+from django.utils import timezone
 
-from workflows import dispatch, executor, rq_adapter
+from workflows import dispatch, rq_adapter, runtime
 from workflows.engine import providers
 from workflows.engine.errors import StepTimeout
+from workflows.store import get_store
 
 log = logging.getLogger("steadyflow.aiworker")
 
@@ -126,17 +129,17 @@ class DjangoThreadPool(ThreadPoolExecutor):
         super().shutdown(wait, cancel_futures=cancel_futures)
 
 
-def _extend_leases(claims: list[executor.Claim]) -> None:
-    # One transaction for all in-flight steps: one commit instead of hundreds.
-    with transaction.atomic():
-        for claim in claims:
-            executor.extend_lease(claim)
+def _extend_leases(claims: list[runtime.Claim]) -> None:
+    # One statement for all in-flight steps: one commit instead of hundreds.
+    now = timezone.now()
+    get_store().extend_leases([(claim.step.pk, claim.token) for claim in claims], now,
+                              now + timedelta(seconds=runtime.conf("LEASE_S")))
 
 
 @dataclass(eq=False)
 class _InFlight:
     running: rq_adapter.Running
-    claim: executor.Claim | None = None
+    claim: runtime.Claim | None = None
     handler: asyncio.Future[Any] | None = None  # the handler's await: what a stop past the grace cancels
     released: bool = False
 
@@ -335,33 +338,33 @@ class AIConsumer:
             timeout = rq_job.timeout if rq_job.timeout and rq_job.timeout > 0 else None
             return await asyncio.wait_for(self._in(self.sync, rq_job.perform), timeout)
         step_id = int(rq_job.args[0])
-        claim = await self._in(self.db, executor.claim_step, step_id, self.name)
+        claim = await self._in(self.db, runtime.claim_step, step_id, self.name)
         ran = 0
         while claim is not None:
             job.claim = claim
             outcome = await self._attempt(job, claim)
             if outcome is None:
-                await self._in(self.db, executor.release_step, claim, RELEASE_REASON)
+                await self._in(self.db, runtime.release_step, claim, RELEASE_REASON)
                 job.released = True
                 return ran
             ran += 1
             # As in the synchronous workers: a dropped connection is retried while the lease holds,
             # so the call's result is not thrown away.
-            claim = await self._in(self.db, executor.finish_step_reconnecting, claim, outcome,
+            claim = await self._in(self.db, runtime.finish_step_reconnecting, claim, outcome,
                                    allow_inline=ALLOW_INLINE)
         job.claim = None
         return ran
 
-    async def _attempt(self, job: _InFlight, claim: executor.Claim) -> executor.Outcome | None:
-        """One attempt of a claimed step, as executor.run_claimed runs it; None when the consumer is
+    async def _attempt(self, job: _InFlight, claim: runtime.Claim) -> runtime.Outcome | None:
+        """One attempt of a claimed step, as runtime.run_claimed runs it; None when the consumer is
         stopping and the call was cancelled (or not started): the step is then released."""
         try:
-            call = await self._in(self.db, executor.build_call, claim)
+            call = await self._in(self.db, runtime.build_call, claim)
         except Exception as exc:  # noqa: BLE001 - mapped exactly as run_claimed maps it
-            return executor.Outcome(error=executor._as_step_error(exc))
+            return runtime.Outcome(error=runtime.as_step_error(exc))
         if self._releasing:
             return None
-        timeout = executor.timeout_for(claim)
+        timeout = runtime.timeout_for(claim)
         kind = claim.kind
         handler: asyncio.Future[Any]
         if kind.is_async:
@@ -375,17 +378,17 @@ class AIConsumer:
         except TimeoutError:
             # time_limit's message in the synchronous workers.
             message = f"step {claim.node.id} exceeded its timeout of {timeout:g} s"
-            return executor.Outcome(error=StepTimeout(message))
+            return runtime.Outcome(error=StepTimeout(message))
         except asyncio.CancelledError:
             task = asyncio.current_task()
             if self._releasing and handler.cancelled() and task is not None and not task.cancelling():
                 return None
             raise
         except Exception as exc:  # noqa: BLE001 - a failing node must never take the consumer down
-            return executor.Outcome(error=executor._as_step_error(exc))
+            return runtime.Outcome(error=runtime.as_step_error(exc))
         finally:
             job.handler = None
-        return executor.Outcome(result=result)
+        return runtime.Outcome(result=result)
 
     # --- Periodic work --------------------------------------------------------------------------
 

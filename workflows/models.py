@@ -1,7 +1,7 @@
 """Definitions, versions, instances, step runs, the event log and checkpoints.
 
 The database is the source of truth: Redis only carries job ids. Hot-path writes live in
-executor.py; behaviour that belongs to one row lives here.
+runtime.py; behaviour that belongs to one row lives here.
 """
 
 from __future__ import annotations

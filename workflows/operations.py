@@ -2,7 +2,7 @@
 from a chosen node.
 
 Each action is one transaction on the locked instance row (the same lock every transition takes),
-writes its events and a checkpoint through executor.Transition, enqueues after commit, and leaves an
+writes its events and a checkpoint through a runtime.UnitOfWork, enqueues after commit, and leaves an
 audit entry. Review decisions on halted instances live in workflows/review.py.
 """
 
@@ -14,7 +14,7 @@ from typing import Any
 from django.db import transaction
 from django.utils import timezone
 
-from workflows import executor
+from workflows import runtime
 from workflows.engine.graph import Graph
 from workflows.engine.nodes import get_kind
 from workflows.engine.statuses import InstanceStatus, StepStatus
@@ -50,7 +50,7 @@ def _snapshot(inst: WorkflowInstance) -> dict[str, Any]:
             "loop_count": inst.loop_count, "context": inst.context}
 
 
-def _reopen(tr: executor.Transition) -> None:
+def _reopen(tr: runtime.UnitOfWork) -> None:
     """Back to running: the stop's reason and error are cleared; an instance past its deadline gets a
     fresh TTL (an operator chose to run it again, as a review approval does)."""
     inst = tr.instance
@@ -59,7 +59,7 @@ def _reopen(tr: executor.Transition) -> None:
     state.pop("resume", None)
     tr.set_instance(status=InstanceStatus.RUNNING, halt_reason="", error=None, finished_at=None, state=state)
     if inst.deadline and inst.deadline <= tr.now:
-        ttl = tr.graph.settings.ttl_s or executor.conf("DEFAULT_TTL_S")
+        ttl = tr.graph.settings.ttl_s or runtime.conf("DEFAULT_TTL_S")
         tr.set_instance(deadline=tr.now + timedelta(seconds=ttl))
 
 
@@ -70,7 +70,7 @@ def _cut_short(inst: WorkflowInstance) -> list[StepRun]:
     if inst.finished_at is None:
         return []
     return list(StepRun.objects.filter(instance=inst, status=StepStatus.CANCELLED, finished_at=inst.finished_at)
-                .exclude(node_id__startswith=executor.COMPENSATE_PREFIX).order_by("id"))
+                .exclude(node_id__startswith=runtime.COMPENSATE_PREFIX).order_by("id"))
 
 
 def _audit(inst: WorkflowInstance, user: Any, action: str, before: dict[str, Any], note: str,
@@ -85,7 +85,7 @@ def cancel(instance_id: int, user: Any = None, note: str = "") -> WorkflowInstan
         inst = WorkflowInstance.objects.select_for_update().get(pk=instance_id)
         before = _snapshot(inst)
         reason = f"cancelled by {_actor_name(user)}" + (f": {note}" if note else "")
-        if not executor.cancel_instance(instance_id, reason=reason):
+        if not runtime.cancel_instance(instance_id, reason=reason):
             raise OperationError(f"instance {instance_id} is {inst.status}: only a running, waiting or halted "
                                  "instance can be cancelled")
         inst.refresh_from_db()
@@ -99,7 +99,7 @@ def retry_failed_step(instance_id: int, user: Any = None, *, step_id: int | None
     the steps its failure cut short. The instance goes back to running."""
     now = now or timezone.now()
     with transaction.atomic():
-        inst = executor._lock_instance(instance_id)
+        inst = runtime.lock(instance_id)
         if inst.status != InstanceStatus.FAILED:
             hint = " (use the review actions)" if inst.status == InstanceStatus.HALTED else ""
             raise OperationError(f"instance {instance_id} is {inst.status}: only a failed instance's failed step "
@@ -114,23 +114,23 @@ def retry_failed_step(instance_id: int, user: Any = None, *, step_id: int | None
             raise OperationError(f"nothing to retry: {which}; rerun from a node instead")
         if StepRun.objects.filter(instance=inst, node_id=step.node_id, visit__gt=step.visit).exists():
             raise OperationError(f"step {step.pk} is not the latest visit of node '{step.node_id}'")
-        graph = executor.graph_for_version(inst.version_id)
+        graph = runtime.graph_for_version(inst.version_id)
         before = _snapshot(inst)
         cut_short = [s for s in _cut_short(inst) if s.node_id in graph.nodes]
-        tr = executor.Transition(inst, graph, now)
+        tr = runtime.UnitOfWork(inst, graph, now)
         tr.event("instance_retried", step.node_id, step, status=InstanceStatus.RUNNING, by=_actor_name(user),
                  visit=step.visit, attempts_so_far=step.attempt, rerun=[s.node_id for s in cut_short], note=note)
         _reopen(tr)
         # The same step run again: the claim adds the attempt; its last error stays visible until then.
-        StepRun.objects.filter(pk=step.pk).update(status=StepStatus.QUEUED, due_at=now, finished_at=None,
-                                                  lease_token="", lease_until=None)
+        tr.update_step(step, status=StepStatus.QUEUED, due_at=now, finished_at=None, lease_token="",
+                       lease_until=None)
         tr.event("step_queued", step.node_id, step, visit=step.visit, queue=step.queue, retried=True,
                  by=_actor_name(user))
-        tr.enqueue.append((step.pk, step.queue))
+        tr.dispatch(step)
         tr.set_instance(open_steps=1)
-        executor._activate(tr, [s.node_id for s in cut_short], after=step.node_id)
+        runtime.activate(tr, [s.node_id for s in cut_short], after=step.node_id)
         _audit(inst, user, "retry_step", before, note, now, step=step.pk, node=step.node_id)
-        tr.commit()
+        runtime.apply(tr)
     step.refresh_from_db()
     return step
 
@@ -143,13 +143,13 @@ def rerun_from_node(instance_id: int, node_id: str, user: Any = None, *, note: s
     stop (and failed steps off the rerun path) run again too."""
     now = now or timezone.now()
     with transaction.atomic():
-        inst = executor._lock_instance(instance_id)
+        inst = runtime.lock(instance_id)
         if inst.status not in RERUNNABLE:
             hint = {InstanceStatus.HALTED: "; use the review actions (approve, reroute, reject)",
                     InstanceStatus.RUNNING: "; cancel it first", InstanceStatus.WAITING: "; cancel it first"}
             raise OperationError(f"instance {instance_id} is {inst.status}: only a failed, cancelled or completed "
                                  f"instance can be rerun{hint.get(inst.status, '')}")
-        graph = executor.graph_for_version(inst.version_id)
+        graph = runtime.graph_for_version(inst.version_id)
         node = graph.nodes.get(node_id)
         if node is None:
             raise OperationError(f"node '{node_id}' is not in {inst.version}", status=404)
@@ -173,14 +173,14 @@ def rerun_from_node(instance_id: int, node_id: str, user: Any = None, *, note: s
         again += [node for node in _failed_latest(inst) if node in graph.nodes and node not in rerun_path]
         again = list(dict.fromkeys(again))
 
-        tr = executor.Transition(inst, graph, now)
+        tr = runtime.UnitOfWork(inst, graph, now)
         tr.event("instance_rerun", node_id, None, status=InstanceStatus.RUNNING, by=_actor_name(user),
                  checkpoint_seq=checkpoint.seq, rerun=again, note=note)
         _reopen(tr)
         tr.set_instance(context=checkpoint.state.get("context", inst.context), state=state, open_steps=0)
-        executor._activate(tr, [node_id, *again], after=node_id)
+        runtime.activate(tr, [node_id, *again], after=node_id)
         _audit(inst, user, "rerun_from", before, note, now, node=node_id, checkpoint_seq=checkpoint.seq)
-        tr.commit()
+        runtime.apply(tr)
     new = StepRun.objects.filter(instance_id=instance_id, node_id=node_id).order_by("-visit").first()
     assert new is not None
     return new
@@ -206,7 +206,7 @@ def _checkpoint_at_activation(inst: WorkflowInstance, step: StepRun) -> Checkpoi
 def _failed_latest(inst: WorkflowInstance) -> list[str]:
     latest: dict[str, str] = {}
     for node_id, status in (StepRun.objects.filter(instance=inst).exclude(
-            node_id__startswith=executor.COMPENSATE_PREFIX).order_by("visit").values_list("node_id", "status")):
+            node_id__startswith=runtime.COMPENSATE_PREFIX).order_by("visit").values_list("node_id", "status")):
         latest[node_id] = status
     return [node_id for node_id, status in latest.items() if status == StepStatus.FAILED]
 

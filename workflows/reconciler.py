@@ -18,7 +18,7 @@ from datetime import datetime, timedelta
 
 from django.utils import timezone
 
-from workflows import dispatch, executor
+from workflows import dispatch, runtime
 from workflows.engine.errors import StepError
 from workflows.engine.statuses import INSTANCE_ACTIVE, InstanceStatus, StepStatus
 from workflows.models import StepRun, WorkflowInstance
@@ -124,33 +124,33 @@ def reclaim_expired_leases(now: datetime) -> int:
         error = StepError(f"worker {claim.worker or '?'} stopped heartbeating (lease expired)",
                           details={"code": "lease_expired"})
         # Retried per the node's policy, like any transient failure; out of attempts, it fails.
-        executor.finish_step(claim, executor.Outcome(error=error), now=now)
+        runtime.finish_step(claim, runtime.Outcome(error=error), now=now)
         count += 1
     return count
 
 
-def _claim_for_reclaim(pk: int, token: str) -> executor.Claim | None:
+def _claim_for_reclaim(pk: int, token: str) -> runtime.Claim | None:
     step = StepRun.objects.filter(pk=pk, status=StepStatus.RUNNING, lease_token=token).first()
     if step is None:
         return None
     instance = WorkflowInstance.objects.get(pk=step.instance_id)
-    graph = executor.graph_for_version(instance.version_id)
-    node = executor.node_for_step(graph, step.node_id)
+    graph = runtime.graph_for_version(instance.version_id)
+    node = runtime.node_for_step(graph, step.node_id)
     from workflows.engine.nodes import get_kind
 
-    return executor.Claim(step=step, instance=instance, graph=graph, node=node, kind=get_kind(node.type),
+    return runtime.Claim(step=step, instance=instance, graph=graph, node=node, kind=get_kind(node.type),
                           token=token, worker=step.worker)
 
 
 def expire_instances(now: datetime) -> int:
     ids = list(WorkflowInstance.objects.filter(status__in=INSTANCE_ACTIVE, deadline__lt=now)
                .values_list("pk", flat=True)[:BATCH])
-    return sum(1 for pk in ids if executor.expire_instance(pk, now))
+    return sum(1 for pk in ids if runtime.expire_instance(pk, now))
 
 
 def tick(now: datetime | None = None) -> TickReport:
     now = now or timezone.now()
-    conf = executor.conf
+    conf = runtime.conf
     report = TickReport()
     report.expired = expire_instances(now)
     report.reclaimed = reclaim_expired_leases(now)

@@ -15,7 +15,7 @@ from typing import Any
 from django.db import transaction
 from django.utils import timezone
 
-from workflows import executor
+from workflows import runtime
 from workflows.models import Checkpoint
 
 log = logging.getLogger("steadyflow.recovery")
@@ -41,18 +41,19 @@ def restore_instance(instance_id: int, actor: Any = None) -> Recovery:
     """Put the instance's context and scheduler state back to its newest valid checkpoint."""
     now = timezone.now()
     with transaction.atomic():
-        inst = executor._lock_instance(instance_id)
+        inst = runtime.lock(instance_id)
         found = latest_valid_checkpoint(instance_id)
-        tr = executor.Transition(inst, executor.graph_for_version(inst.version_id), now)
+        tr = runtime.UnitOfWork(inst, runtime.graph_for_version(inst.version_id), now)
         for seq in found.corrupt:
             tr.event("checkpoint_corrupt", checkpoint_seq=seq)
         if found.checkpoint is None:
-            tr.commit(checkpoint=False)
+            tr.checkpoint = False
+            runtime.apply(tr)
             return found
         saved: dict[str, Any] = found.checkpoint.state
         tr.set_instance(context=saved["context"], state=saved["state"], loop_count=saved["loop_count"],
                         open_steps=saved["open_steps"])
         tr.event("instance_restored", checkpoint_seq=found.checkpoint.seq,
                  by=actor.get_username() if getattr(actor, "pk", None) else "system")
-        tr.commit()
+        runtime.apply(tr)
     return found

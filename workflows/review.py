@@ -18,8 +18,7 @@ from django.conf import settings
 from django.db import transaction
 from django.utils import timezone
 
-from workflows import executor
-from workflows.engine.scheduling import edges_fired
+from workflows import runtime
 from workflows.engine.statuses import InstanceStatus, StepStatus
 from workflows.models import AuditEntry, ReviewItem, ReviewStatus, StepRun, WorkflowInstance
 
@@ -83,7 +82,7 @@ def decide(item_id: int, user: Any, decision: Decision) -> ReviewItem:
     now = timezone.now()
     with transaction.atomic():
         # Lock order instance -> item, the same as the executor's (it closes items under the instance lock).
-        inst = executor._lock_instance(instance_id)
+        inst = runtime.lock(instance_id)
         item = ReviewItem.objects.select_for_update().get(pk=item_id)
         if item.status != ReviewStatus.OPEN:
             who = item.decided_by.get_username() if item.decided_by else "the system"
@@ -91,7 +90,7 @@ def decide(item_id: int, user: Any, decision: Decision) -> ReviewItem:
             raise ReviewConflict(f"review item {item.pk} was already {item.status} by {who} at {when}")
         _check_four_eyes(inst, user, decision)
         before = _snapshot(inst)
-        tr = executor.Transition(inst, executor.graph_for_version(inst.version_id), now)
+        tr = runtime.UnitOfWork(inst, runtime.graph_for_version(inst.version_id), now)
         if item.reason == "human_task":
             _answer_human(tr, item, user, decision)
         else:
@@ -103,14 +102,14 @@ def decide(item_id: int, user: Any, decision: Decision) -> ReviewItem:
         item.decided_at = now
         item.note = decision.note
         item.save(update_fields=["status", "decision", "decided_by", "decided_at", "note"])
-        tr.event("review_decided", item.node_id, None, review=item.pk, action=decision.action,
+        tr.event("review_decided", item.node_id, None, review=item, action=decision.action,
                  by=user.get_username(), note=decision.note)
         after = _snapshot(inst)
         if before["context"] != after["context"]:
             after["context_diff"] = context_diff(before["context"], after["context"])
         AuditEntry.objects.create(instance=inst, review=item, actor=user, action=decision.action, before=before,
                                   after=after, note=decision.note, created_at=now)
-        tr.commit()
+        runtime.apply(tr)
     return item
 
 
@@ -128,19 +127,19 @@ def _check_four_eyes(inst: WorkflowInstance, user: Any, decision: Decision) -> N
         raise ReviewForbidden("four-eyes rule: the user who started an instance cannot approve it")
 
 
-def _decide_halt(tr: executor.Transition, item: ReviewItem, decision: Decision) -> None:
+def _decide_halt(tr: runtime.UnitOfWork, item: ReviewItem, decision: Decision) -> None:
     inst = tr.instance
     if decision.action == "cancel":
-        executor._stop_instance(tr, InstanceStatus.CANCELLED, "cancelled",
-                                {"message": f"cancelled in review: {decision.note}".strip(": ")})
+        runtime.stop_instance(tr, InstanceStatus.CANCELLED, "cancelled",
+                               {"message": f"cancelled in review: {decision.note}".strip(": ")})
         return
     if decision.action == "reject":
-        executor._stop_instance(tr, InstanceStatus.FAILED, "rejected",
-                                {"message": f"rejected in review: {decision.note}".strip(": "),
-                                 "halt_reason": item.reason})
+        runtime.stop_instance(tr, InstanceStatus.FAILED, "rejected",
+                               {"message": f"rejected in review: {decision.note}".strip(": "),
+                                "halt_reason": item.reason})
         if item.reason != "compensation_failed":
             # Rejecting a failed compensation gives up on it; any other rejection compensates.
-            executor.start_compensation(tr)
+            runtime.start_compensation(tr)
         return
     if inst.status != InstanceStatus.HALTED:
         raise ReviewError(f"instance {inst.pk} is {inst.status}, not halted: nothing to continue")
@@ -148,7 +147,7 @@ def _decide_halt(tr: executor.Transition, item: ReviewItem, decision: Decision) 
     if decision.action == "edit_context" or decision.context is not None:
         if not isinstance(decision.context, dict):
             raise ReviewError("the edited context must be a JSON object")
-        executor._check_payload("context", decision.context)
+        runtime.check_payload("context", decision.context)
         tr.set_instance(context=decision.context)
     goto = None
     if decision.action == "reroute":
@@ -157,15 +156,15 @@ def _decide_halt(tr: executor.Transition, item: ReviewItem, decision: Decision) 
         if tr.graph.nodes[decision.goto].type == "start":
             raise ReviewError("cannot reroute to the start node")
         goto = decision.goto
-    executor.resume(tr, goto=goto, note=decision.note)
+    runtime.resume(tr, goto=goto, note=decision.note)
 
 
-def _apply_grants(tr: executor.Transition, item: ReviewItem, decision: Decision) -> None:
+def _apply_grants(tr: runtime.UnitOfWork, item: ReviewItem, decision: Decision) -> None:
     inst = tr.instance
     extra = decision.extra_transitions
     if extra is None and item.reason == "loop_breaker":
         # Continuing a looped instance without more room would halt it again at once.
-        extra = tr.graph.settings.max_transitions or executor.conf("DEFAULT_MAX_TRANSITIONS")
+        extra = tr.graph.settings.max_transitions or runtime.conf("DEFAULT_MAX_TRANSITIONS")
     if extra is not None:
         if int(extra) < 0:
             raise ReviewError("extra transitions must be zero or more")
@@ -187,15 +186,15 @@ def _apply_grants(tr: executor.Transition, item: ReviewItem, decision: Decision)
             raise ReviewError("extra time must be more than zero seconds")
         base = max(inst.deadline or tr.now, tr.now)
         tr.set_instance(deadline=base + timedelta(seconds=float(decision.extra_ttl_s)))
-    if item.reason == "budget_exceeded" and executor._budget_exceeded(inst) is not None:
+    if item.reason == "budget_exceeded" and runtime.budget_exceeded(inst) is not None:
         raise ReviewError("the instance is still over its budget: grant more budget to continue")
 
 
-def _answer_human(tr: executor.Transition, item: ReviewItem, user: Any, decision: Decision) -> None:
+def _answer_human(tr: runtime.UnitOfWork, item: ReviewItem, user: Any, decision: Decision) -> None:
     """A human task: approve/reject become the node's output ({"approved": …, inputs…})."""
     if decision.action == "cancel":
-        executor._stop_instance(tr, InstanceStatus.CANCELLED, "cancelled",
-                                {"message": f"cancelled at human task {item.node_id}"})
+        runtime.stop_instance(tr, InstanceStatus.CANCELLED, "cancelled",
+                               {"message": f"cancelled at human task {item.node_id}"})
         return
     if decision.action not in ("approve", "reject"):
         raise ReviewError(f"a human task is answered with approve or reject, not {decision.action}")
@@ -218,8 +217,8 @@ def _answer_human(tr: executor.Transition, item: ReviewItem, user: Any, decision
         raise ReviewError(f"unknown input(s): {', '.join(unknown)}")
     output = {**inputs, "approved": decision.action == "approve", "answered_by": user.get_username(),
               "note": decision.note}
-    StepRun.objects.filter(pk=step.pk).update(status=StepStatus.SUCCEEDED, output=output, finished_at=tr.now,
-                                              attempt=1, started_at=step.created_at, worker=user.get_username())
+    tr.update_step(step, status=StepStatus.SUCCEEDED, output=output, finished_at=tr.now, attempt=1,
+                   started_at=step.created_at, worker=user.get_username())
     tr.event("step_succeeded", step.node_id, step, visit=step.visit, attempt=1, answered_by=user.get_username())
     inst = tr.instance
     tr.set_instance(open_steps=inst.open_steps - 1)
@@ -227,8 +226,7 @@ def _answer_human(tr: executor.Transition, item: ReviewItem, user: Any, decision
         .exclude(pk=step.pk).exists()
     if inst.status == InstanceStatus.WAITING and not still_waiting:
         tr.set_instance(status=InstanceStatus.RUNNING)
-    fired = edges_fired(tr.graph, step.node_id, lambda e: executor._holds(tr, e, output))
-    executor._resolve(tr, step, output, fired)
+    runtime.resolve(tr, step, runtime.fired_edges(tr, step.node_id, output))
 
 
 def resume_circuit_halts(user: Any, breaker_key: str | None = None, note: str = "") -> int:

@@ -11,7 +11,7 @@ from django.contrib.auth.models import Permission, User
 from django.test import Client
 
 from tests.conftest import chain
-from workflows import executor
+from workflows import runtime
 from workflows.definitions import save_version
 from workflows.models import WorkflowDefinition, WorkflowInstance
 
@@ -208,7 +208,7 @@ def test_start_checks_csrf_for_browser_sessions_and_answers_json(flow):
 # --- Reading instances ------------------------------------------------------------------------------
 
 def test_instance_detail(operator, viewer, nobody, anonymous, flow):
-    instance = executor.start_instance(flow, {"q": 1})
+    instance = runtime.start_instance(flow, {"q": 1})
     body = viewer.get(f"/api/instances/{instance.pk}").json()
     assert body["id"] == instance.pk and body["status"] == "running"
     assert body["steps"] == 2 and body["loop_count"] == 2
@@ -220,7 +220,7 @@ def test_instance_detail(operator, viewer, nobody, anonymous, flow):
 
 
 def test_instance_events_page_with_after_and_limit(viewer, flow):
-    instance = executor.start_instance(flow, {})
+    instance = runtime.start_instance(flow, {})
     url = f"/api/instances/{instance.pk}/events"
     everything = viewer.get(url).json()
     seqs = [e["seq"] for e in everything["events"]]
@@ -237,7 +237,7 @@ def test_instance_events_page_with_after_and_limit(viewer, flow):
 @pytest.mark.parametrize("params", [{"after": "x"}, {"limit": "many"}, {"limit": "0"}, {"limit": "-1"},
                                     {"limit": "1001"}, {"after": "-3"}])
 def test_instance_events_bad_params_are_400(viewer, flow, params):
-    instance = executor.start_instance(flow, {})
+    instance = runtime.start_instance(flow, {})
     assert_error(viewer.get(f"/api/instances/{instance.pk}/events", params), 400, "'after'")
 
 

@@ -16,7 +16,7 @@ from django.test import Client
 
 from dashboard.asgi import application
 from dashboard.consumers import CLOSE_FORBIDDEN, CLOSE_NOT_FOUND, CLOSE_UNAUTHENTICATED
-from workflows import executor
+from workflows import runtime
 from workflows.definitions import save_version
 from workflows.models import WorkflowInstance
 
@@ -47,7 +47,7 @@ def viewer(django_user_model: Any, redis_conn: Any) -> Any:
 @pytest.fixture
 def instance(viewer: Any) -> WorkflowInstance:
     version = save_version("consumer-test", GRAPH)
-    return executor.start_instance(version, {"n": 1})
+    return runtime.start_instance(version, {"n": 1})
 
 
 def run(coro: Callable[[], Awaitable[None]]) -> None:
@@ -135,10 +135,10 @@ def test_a_viewer_joins_the_instance_group_and_receives_its_committed_events(
         await layer.group_send(f"instance.{instance.pk + 1000}", {"type": "workflow.event", "event": {"seq": 1}})
         assert await comm.receive_nothing(timeout=0.3)
 
-        # A real transition, committed by the executor and published after commit by workflows/live.py.
+        # A real transition, committed by the runtime and published after commit by workflows/live.py.
         from channels.db import database_sync_to_async
 
-        await database_sync_to_async(executor.cancel_instance)(instance.pk, "stop")
+        await database_sync_to_async(runtime.cancel_instance)(instance.pk, "stop")
         seen = []
         while not seen or seen[-1]["type"] != "instance_cancelled":
             message = await comm.receive_json_from(timeout=5)

@@ -1,6 +1,6 @@
 """Operators' actions (workflows/operations.py): retry a failed step, rerun from a node, cancel.
 
-Steps run in this process through executor.run_step, the function a worker's job calls, against the
+Steps run in this process through runtime.run_step, the function a worker's job calls, against the
 real database; the order in which queued steps run is chosen by the test, so a parallel branch can
 be left queued while its sibling fails (and is then cut short by the failure)."""
 
@@ -14,7 +14,7 @@ from typing import Any
 import pytest
 from django.db import connection
 
-from workflows import executor, operations
+from workflows import operations, runtime
 from workflows.definitions import save_version
 from workflows.engine.errors import PermanentStepError
 from workflows.engine.functions import FunctionCall, FunctionResult, register_function
@@ -66,7 +66,7 @@ def graph(nodes: list[dict[str, Any]], edges: list[tuple[str, str]]) -> dict[str
 
 def start(g: dict[str, Any]) -> WorkflowInstance:
     version = save_version(f"ops-{next(_slugs)}", g)
-    return executor.start_instance(version, {"topic": "x"})
+    return runtime.start_instance(version, {"topic": "x"})
 
 
 def run_queued(instance: WorkflowInstance, only: str | None = None, limit: int = 50) -> WorkflowInstance:
@@ -78,7 +78,7 @@ def run_queued(instance: WorkflowInstance, only: str | None = None, limit: int =
         step = queued.first()
         if step is None:
             break
-        executor.run_step(step.pk, "test-worker")
+        runtime.run_step(step.pk, "test-worker")
     instance.refresh_from_db()
     return instance
 

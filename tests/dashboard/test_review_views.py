@@ -8,7 +8,7 @@ import pytest
 from django.urls import reverse
 
 from tests.conftest import chain
-from workflows import executor
+from workflows import runtime
 from workflows.models import AuditEntry, ReviewItem
 
 pytestmark = pytest.mark.django_db
@@ -20,8 +20,8 @@ def halted_item(make_version, roles):
     version = make_version(chain({"id": "nap", "type": "wait", "config": {"seconds": 60}},
                                  {"id": "after", "type": "wait", "config": {"seconds": 0}},
                                  settings={"ttl_s": 0.001}))
-    instance = executor.start_instance(version, {"ticket": "T-9"})
-    assert executor.expire_instance(instance.pk)
+    instance = runtime.start_instance(version, {"ticket": "T-9"})
+    assert runtime.expire_instance(instance.pk)
     return ReviewItem.objects.get(instance=instance)
 
 
@@ -119,8 +119,8 @@ def test_admin_bulk_reject(client, make_version, admin_user, roles):
                                  settings={"ttl_s": 0.001}))
     items = []
     for _ in range(3):
-        instance = executor.start_instance(version, {})
-        executor.expire_instance(instance.pk)
+        instance = runtime.start_instance(version, {})
+        runtime.expire_instance(instance.pk)
         items.append(ReviewItem.objects.get(instance=instance))
     client.force_login(admin_user)
     response = client.post(reverse("admin:workflows_reviewitem_changelist") + "?status__exact=open",
@@ -136,7 +136,7 @@ def test_human_task_form_has_a_field_per_declared_input(client, make_version, us
         "prompt": "Refund {{ context.amount }}?",
         "inputs": {"reason": {"type": "string"}, "amount": {"type": "number", "minimum": 0},
                    "tags": {"type": "array"}}}}))
-    instance = executor.start_instance(version, {"amount": 12})
+    instance = runtime.start_instance(version, {"amount": 12})
     instance.refresh_from_db()
     assert instance.status == "waiting"
     item = ReviewItem.objects.get(instance=instance, reason="human_task")

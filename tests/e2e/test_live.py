@@ -20,7 +20,7 @@ import pytest
 from django.core.management import call_command
 
 from tests.conftest import wait_for_status
-from workflows import executor
+from workflows import runtime
 from workflows.models import WorkflowDefinition, WorkflowInstance
 
 pytestmark = [pytest.mark.e2e, pytest.mark.django_db(transaction=True)]
@@ -78,7 +78,7 @@ def operator(user_in: Any) -> Any:
 def start_research(research_server: str) -> WorkflowInstance:
     call_command("load_examples", stdout=open("/dev/null", "w"))
     version = WorkflowDefinition.objects.get(slug="industry-report").latest_version()
-    return executor.start_instance(version, {"topic": "batteries", "research_base": research_server})
+    return runtime.start_instance(version, {"topic": "batteries", "research_base": research_server})
 
 
 def open_instance(page: Any, instance: WorkflowInstance) -> None:
@@ -251,7 +251,7 @@ def test_the_dashboard_counts_update_live(daphne_page: Any, login: Any, operator
     page.wait_for_function("document.querySelector(\".tile[data-status='running'] .n\").textContent === '1'",
                            timeout=10_000)
     instance = WorkflowInstance.objects.get()
-    executor.cancel_instance(instance.pk, "done watching")
+    runtime.cancel_instance(instance.pk, "done watching")
     page.wait_for_function("document.querySelector(\".tile[data-status='cancelled'] .n\").textContent === '1'",
                            timeout=10_000)
     assert tile.inner_text() == "0"

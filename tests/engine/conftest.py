@@ -30,7 +30,7 @@ def make_call(node_type: str, config: dict[str, Any] | None = None, *, node_id: 
               steps: dict[str, Any] | None = None, start_input: dict[str, Any] | None = None,
               engine: EngineConfig | None = None, now: datetime = NOW, activated_at: datetime = NOW,
               call_index: int = 0, breaker: Any = None, visit: int = 1, attempt: int = 1) -> StepCall:
-    """One attempt of one step, as the executor would hand it to a node kind."""
+    """One attempt of one step, as the runtime would hand it to a node kind."""
     extra = node_extra or {}
     node = Node(id=node_id, type=node_type, config=dict(config or {}), timeout_s=extra.get("timeout_s"),
                 fallback=extra.get("fallback"), retry=extra.get("retry") or {})

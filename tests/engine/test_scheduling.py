@@ -16,7 +16,7 @@ EXAMPLES = Path(__file__).resolve().parents[2] / "workflows" / "examples" / "gra
 
 
 class Run:
-    """Drives advance() the way the executor does: one finished node at a time, joins persisted."""
+    """Drives advance() the way the runtime does: one finished node at a time, joins persisted."""
 
     def __init__(self, graph: Graph) -> None:
         self.graph = graph
@@ -31,7 +31,7 @@ class Run:
             return bool(truths.get(when))
 
         fired = edges_fired(self.graph, node_id, holds)
-        # Round-trip the join state through JSON, as the executor stores it in the database.
+        # Round-trip the join state through JSON, as the runtime stores it in the database.
         decision = advance(self.graph, self.joins, node_id, fired)
         self.joins = json.loads(json.dumps(self.joins))
         return decision

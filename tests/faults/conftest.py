@@ -155,10 +155,10 @@ def new_version(graph: dict[str, Any]) -> Any:
 
 def start(graph: dict[str, Any], count: int = 1) -> list[Any]:
     """Save the graph and start `count` instances of it (committed: the workers see them)."""
-    from workflows import executor
+    from workflows import runtime
 
     version = new_version(graph)
-    return [executor.start_instance(version, {"n": n}) for n in range(count)]
+    return [runtime.start_instance(version, {"n": n}) for n in range(count)]
 
 
 def step_of(instance: Any, node_id: str, visit: int = 1) -> Any:

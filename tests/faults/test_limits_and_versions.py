@@ -22,7 +22,7 @@ from tests.faults.conftest import (
     step_of,
     wait_all,
 )
-from workflows import executor
+from workflows import runtime
 from workflows.definitions import save_version
 from workflows.engine.errors import PayloadTooLarge
 from workflows.models import WorkflowInstance, WorkflowVersion
@@ -91,7 +91,7 @@ def test_ten_megabyte_payloads_fail_clearly(processes, sink):
     version = new_version(chain(py("x", "faults.effect")))
     before = WorkflowInstance.objects.count()
     with pytest.raises(PayloadTooLarge, match="start input is .* bytes, over the limit of"):
-        executor.start_instance(version, {"blob": "x" * TEN_MB})
+        runtime.start_instance(version, {"blob": "x" * TEN_MB})
     assert WorkflowInstance.objects.count() == before
 
     after = start(chain(py("fine", "faults.effect", {"sink": sink.url()})))[0]
@@ -107,13 +107,13 @@ def test_definition_edited_while_an_instance_runs(processes, sink):
     its edges); instances started afterwards run v2. Versions are immutable."""
     v1_graph = chain(http("slow", sink, delay=1.0), http("old_path", sink))
     v1 = save_version("fault-edited", v1_graph)
-    running = executor.start_instance(v1, {})
+    running = runtime.start_instance(v1, {})
     processes.worker("io")
     processes.scheduler()
     sink.wait_for_key(f"{running.pk}:slow:1")
     v2 = save_version("fault-edited", chain(http("new_path", sink)))
     assert v2.number == v1.number + 1
-    newer = executor.start_instance(v2, {})
+    newer = runtime.start_instance(v2, {})
 
     wait_all([running, newer], "completed")
     assert [s.node_id for s in running.steps.order_by("id")] == ["start", "slow", "old_path", "end"]

@@ -97,8 +97,8 @@ def test_crash_after_commit_before_enqueue(processes, sink, worker_env):
     processes.scheduler()
     # 1. The starter: commits the instance and its first step, dies before the job reaches Redis.
     version = new_version(chain(http("first", sink), http("second", sink)))
-    code = (f"from workflows import executor; from workflows.models import WorkflowVersion; "
-            f"executor.start_instance(WorkflowVersion.objects.get(pk={version.pk}), {{}}, "
+    code = (f"from workflows import runtime; from workflows.models import WorkflowVersion; "
+            f"runtime.start_instance(WorkflowVersion.objects.get(pk={version.pk}), {{}}, "
             f"idempotency_key='crash-before-enqueue')")
     starter = subprocess.run([sys.executable, "manage.py", "shell", "-c", code], cwd=ROOT,
                              env={**worker_env, CRASH_BEFORE_ENQUEUE_ENV: "1"}, capture_output=True,

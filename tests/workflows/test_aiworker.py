@@ -17,7 +17,7 @@ from rq.registry import FailedJobRegistry, FinishedJobRegistry, StartedJobRegist
 
 from tests.conftest import chain, wait_for, wait_for_status
 from tests.support.llm_server import LLMServerProcess, LLMTestServer
-from workflows import dispatch, executor
+from workflows import dispatch, runtime
 from workflows.engine.nodes import NodeResult
 from workflows.models import StepRun, WorkflowInstance
 
@@ -121,7 +121,7 @@ def test_300_llm_calls_in_flight_in_one_consumer(processes, redis_conn, make_ver
     keeps at least 200 calls in flight at once, with a handful of threads, and RQ shows them."""
     version = make_version(chain(llm()))
     with LLMTestServer(delay=2.0) as server:
-        instances = [executor.start_instance(version, {"n": i}) for i in range(300)]
+        instances = [runtime.start_instance(version, {"n": i}) for i in range(300)]
         assert Queue("ai", connection=redis_conn).count == 300
         processes.worker("default")
         processes.worker("io")
@@ -154,7 +154,7 @@ def test_300_llm_calls_in_flight_in_one_consumer(processes, redis_conn, make_ver
 
 def test_scripted_calls_run_concurrently_and_commit(processes, redis_conn, make_version):
     version = make_version(chain(scripted(text="hello", delay_s=2.0), settings={"max_transitions": 5}))
-    instances = [executor.start_instance(version, {}) for _ in range(20)]
+    instances = [runtime.start_instance(version, {}) for _ in range(20)]
     start_ai(processes)
     wait_all(instances, "completed", timeout=30)
     runs = list(StepRun.objects.filter(instance__in=instances, node_id="ask"))
@@ -173,9 +173,9 @@ def test_provider_errors_are_retried_per_policy_then_fail(processes, redis_conn,
         server.configure(model="flaky", script=[500, 429])
         server.configure(model="down", status=500)
         retry = {"max_attempts": 3, "backoff_s": 0.1, "max_backoff_s": 0.2}
-        flaky = executor.start_instance(make_version(chain(llm(model="flaky", retry=retry))), {})
+        flaky = runtime.start_instance(make_version(chain(llm(model="flaky", retry=retry))), {})
         down_node = llm(model="down", retry={**retry, "max_attempts": 2})
-        down = executor.start_instance(make_version(chain(down_node)), {})
+        down = runtime.start_instance(make_version(chain(down_node)), {})
         processes.scheduler(env=QUIET_BREAKERS)
         start_ai(processes, server)
 
@@ -197,9 +197,9 @@ def test_provider_errors_are_retried_per_policy_then_fail(processes, redis_conn,
 
 def test_node_timeout_becomes_step_timeout(processes, redis_conn, make_version):
     with LLMTestServer(delay=10.0) as server:
-        slow_script = executor.start_instance(
+        slow_script = runtime.start_instance(
             make_version(chain(scripted(delay_s=10.0, timeout_s=0.5, retry={"max_attempts": 1}))), {})
-        slow_server = executor.start_instance(
+        slow_server = runtime.start_instance(
             make_version(chain(llm(timeout_s=0.5, retry={"max_attempts": 1}))), {})
         start_ai(processes, server)
         for instance in (slow_script, slow_server):
@@ -219,7 +219,7 @@ def test_a_bad_job_fails_in_rq_and_the_consumer_carries_on(processes, redis_conn
     ai = start_ai(processes)
     wait_for(lambda: FailedJobRegistry("ai", connection=redis_conn).get_job_count(cleanup=False) == 2,
              timeout=20, message="both bad jobs failed in RQ")
-    instance = executor.start_instance(make_version(chain(scripted(text="still here"))), {})
+    instance = runtime.start_instance(make_version(chain(scripted(text="still here"))), {})
     wait_for_status(instance, "completed", timeout=20)
     assert ai.poll() is None
     failed = FailedJobRegistry("ai", connection=redis_conn)
@@ -235,9 +235,9 @@ def test_a_bad_job_fails_in_rq_and_the_consumer_carries_on(processes, redis_conn
 
 def test_a_job_for_a_step_claimed_elsewhere_does_nothing(processes, redis_conn, make_version):
     with LLMTestServer() as server:
-        instance = executor.start_instance(make_version(chain(llm())), {})
+        instance = runtime.start_instance(make_version(chain(llm())), {})
         step = StepRun.objects.get(instance=instance, node_id="ask")
-        other = executor.claim_step(step.pk, "someone-else")
+        other = runtime.claim_step(step.pk, "someone-else")
         assert other is not None
         start_ai(processes, server)
         wait_for(lambda: worker_hash(redis_conn).get("successful_job_count") == "1", timeout=20,
@@ -249,7 +249,7 @@ def test_a_job_for_a_step_claimed_elsewhere_does_nothing(processes, redis_conn, 
         assert_rq_clean(redis_conn)
 
         # The other worker finishes; a late duplicate delivery of the same step then finds it done.
-        executor.finish_step(other, executor.Outcome(result=NodeResult(output={"text": "by someone else"})))
+        runtime.finish_step(other, runtime.Outcome(result=NodeResult(output={"text": "by someone else"})))
         wait_for_status(instance, "completed")
         dispatch.enqueue_steps([(step.pk, "ai")])
         wait_for(lambda: worker_hash(redis_conn).get("successful_job_count") == "2", timeout=20,
@@ -266,7 +266,7 @@ def test_long_calls_keep_their_leases_and_rq_heartbeats(processes, redis_conn, m
     """A call much longer than the step lease is not taken back by the reconciler, and RQ sees the
     job heartbeat while it runs."""
     env = {"STEADYFLOW_LEASE_S": "2", "STEADYFLOW_AI_MONITORING_INTERVAL_S": "1"}
-    instance = executor.start_instance(
+    instance = runtime.start_instance(
         make_version(chain(scripted(delay_s=5.0, retry={"max_attempts": 1}))), {})
     processes.scheduler(env=env)
     start_ai(processes, env=env)
@@ -295,7 +295,7 @@ def test_long_calls_keep_their_leases_and_rq_heartbeats(processes, redis_conn, m
 
 def test_a_synchronous_node_on_the_ai_queue_runs_in_the_consumer(processes, redis_conn, make_version):
     node = {"id": "work", "type": "python", "config": {"function": "noop"}, "queue": "ai"}
-    instance = executor.start_instance(make_version(chain(node)), {})
+    instance = runtime.start_instance(make_version(chain(node)), {})
     start_ai(processes)
     wait_for_status(instance, "completed", timeout=20)
     assert StepRun.objects.get(instance=instance, node_id="work").worker == AI_NAME
@@ -305,7 +305,7 @@ def test_a_synchronous_node_on_the_ai_queue_runs_in_the_consumer(processes, redi
 def test_burst_runs_chained_llm_steps_then_exits(processes, redis_conn, make_version):
     graph = chain(scripted("first", text="one", delay_s=0.3), scripted("second", text="two", delay_s=0.3))
     version = make_version(graph)
-    instances = [executor.start_instance(version, {}) for _ in range(5)]
+    instances = [runtime.start_instance(version, {}) for _ in range(5)]
     ai = start_ai(processes, None, "--burst")
     assert ai.wait(timeout=30) == 0
     wait_all(instances, "completed", timeout=1)
@@ -318,7 +318,7 @@ def test_burst_runs_chained_llm_steps_then_exits(processes, redis_conn, make_ver
 
 def test_sigterm_finishes_the_calls_in_flight_and_leaves_the_rest_queued(processes, redis_conn, make_version):
     version = make_version(chain(scripted(delay_s=2.0)))
-    instances = [executor.start_instance(version, {}) for _ in range(20)]
+    instances = [runtime.start_instance(version, {}) for _ in range(20)]
     ai = start_ai(processes, None, "--max-in-flight", "10")
     wait_for(lambda: running_steps(instances) == 10, timeout=20, message="10 steps in flight")
     running = StepRun.objects.filter(instance__in=instances, status="running")
@@ -344,7 +344,7 @@ def test_sigterm_finishes_the_calls_in_flight_and_leaves_the_rest_queued(process
 def test_sigterm_past_the_grace_period_gives_the_steps_back(processes, redis_conn, make_version):
     with LLMTestServer(delay=60.0) as server:
         version = make_version(chain(llm(retry={"max_attempts": 1})))
-        instances = [executor.start_instance(version, {}) for _ in range(5)]
+        instances = [runtime.start_instance(version, {}) for _ in range(5)]
         ai = start_ai(processes, server, env={"STEADYFLOW_AI_SHUTDOWN_GRACE_S": "0.5"})
         server.wait_for_in_flight(5, timeout=20)
         ai.send_signal(signal.SIGTERM)
@@ -370,7 +370,7 @@ def test_a_killed_consumer_loses_nothing(processes, redis_conn, make_version):
     consumer runs them (the killed attempt counts, as for any worker that died)."""
     env = {"STEADYFLOW_LEASE_S": "2"}
     version = make_version(chain(scripted(delay_s=1.5, retry={"max_attempts": 2, "backoff_s": 0.1})))
-    instances = [executor.start_instance(version, {}) for _ in range(5)]
+    instances = [runtime.start_instance(version, {}) for _ in range(5)]
     processes.scheduler(env=env)
     ai = start_ai(processes, env=env)
     wait_for(lambda: running_steps(instances) == 5, timeout=20, message="5 steps in flight")

@@ -264,7 +264,7 @@ def test_run_worker_errors():
 @pytest.mark.django_db(transaction=True)
 def test_run_scheduler_once_runs_one_tick_and_exits(worker_env, redis_conn):
     from workflows.definitions import save_version
-    from workflows.executor import start_instance
+    from workflows.runtime import start_instance
 
     graph = {"nodes": [{"id": "start", "type": "start"},
                        {"id": "work", "type": "python", "config": {"function": "noop"}},

@@ -15,7 +15,7 @@ import tests.workflows.functions  # noqa: F401 - registers tests.* functions in 
 from tests.conftest import chain
 from tests.workflows.functions import EXTRA_FUNCTIONS_ENV
 from tests.workflows.support import assert_history_consistent, events, expect_status, py, steps
-from workflows import dispatch, executor
+from workflows import dispatch, runtime
 from workflows.definitions import save_version
 from workflows.engine.nodes import NodeResult
 from workflows.models import Event, StepRun
@@ -38,7 +38,7 @@ def snapshot(instance: Any) -> tuple[Any, ...]:
 
 def test_delivering_every_job_again_changes_nothing(processes, redis_conn):
     version = save_version("redeliver", chain(py("a", "tests.echo", args={"n": 1}), py("b", queue="io")))
-    instance = executor.start_instance(version, {})
+    instance = runtime.start_instance(version, {})
     burst = processes.worker("default", "io", burst=True)
     assert burst.wait(timeout=60) == 0
     expect_status(instance, "completed", timeout=5)
@@ -56,9 +56,9 @@ def test_delivering_every_job_again_changes_nothing(processes, redis_conn):
 
 def test_a_cancelled_instance_runs_nothing_more(processes, redis_conn):
     version = save_version("cancelled", chain(py("a"), py("b")))
-    instance = executor.start_instance(version, {})
+    instance = runtime.start_instance(version, {})
     # The first step's job is on the queue; cancel before any worker takes it.
-    assert executor.cancel_instance(instance.pk, "changed my mind")
+    assert runtime.cancel_instance(instance.pk, "changed my mind")
     burst = processes.worker("default", burst=True)
     assert burst.wait(timeout=60) == 0
 
@@ -75,10 +75,10 @@ def test_a_cancelled_instance_runs_nothing_more(processes, redis_conn):
 def test_a_step_whose_worker_vanished_is_retried_and_the_late_result_is_discarded(processes, redis_conn):
     version = save_version("vanished", chain(py("work", "tests.echo", args={"by": "real worker"},
                                                 retry={"max_attempts": 2, "backoff_s": 0.1})))
-    instance = executor.start_instance(version, {})
+    instance = runtime.start_instance(version, {})
     (work,) = steps(instance, "work")
     # A "ghost" worker claims the step and is never heard from again: its lease ran out a minute ago.
-    ghost = executor.claim_step(work.pk, "ghost:1", now=timezone.now() - timedelta(minutes=2))
+    ghost = runtime.claim_step(work.pk, "ghost:1", now=timezone.now() - timedelta(minutes=2))
     assert ghost is not None
     processes.worker("default")
     processes.scheduler()
@@ -93,7 +93,7 @@ def test_a_step_whose_worker_vanished_is_retried_and_the_late_result_is_discarde
 
     # The ghost wakes up and reports: its lease token is stale, so nothing commits.
     before = snapshot(instance)
-    late = executor.finish_step(ghost, executor.Outcome(result=NodeResult(output={"by": "ghost"})))
+    late = runtime.finish_step(ghost, runtime.Outcome(result=NodeResult(output={"by": "ghost"})))
     assert late is None
     assert snapshot(instance) == before
     assert_history_consistent(instance)
@@ -103,9 +103,9 @@ def test_a_step_that_loses_its_worker_on_every_attempt_is_parked_for_review(proc
     from workflows.models import ReviewItem
 
     version = save_version("poison", chain(py("work", "tests.echo")))
-    instance = executor.start_instance(version, {})
+    instance = runtime.start_instance(version, {})
     (work,) = steps(instance, "work")
-    assert executor.claim_step(work.pk, "ghost:2", now=timezone.now() - timedelta(minutes=2)) is not None
+    assert runtime.claim_step(work.pk, "ghost:2", now=timezone.now() - timedelta(minutes=2)) is not None
     # One lost worker is presumed poison here (the default, 2, retries the first loss).
     processes.scheduler(env={"STEADYFLOW_POISON_AFTER_LOSSES": "1"})
 
@@ -121,7 +121,7 @@ def test_a_step_that_loses_its_worker_on_every_attempt_is_parked_for_review(proc
 
 def test_the_database_refuses_a_second_row_for_one_visit_or_seq(processes, redis_conn):
     version = save_version("unique", chain(py("a")))
-    instance = executor.start_instance(version, {})
+    instance = runtime.start_instance(version, {})
     processes.worker("default")
     expect_status(instance, "completed")
     (a,) = steps(instance, "a")

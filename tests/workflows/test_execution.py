@@ -34,7 +34,7 @@ from tests.workflows.support import (
     steps,
     wait_for_workers,
 )
-from workflows import executor
+from workflows import runtime
 from workflows.definitions import save_version, split_document
 from workflows.engine.errors import GraphInvalid
 from workflows.models import WorkflowDefinition
@@ -54,7 +54,7 @@ _slugs = itertools.count(1)
 
 def start(graph: dict[str, Any], start_input: dict[str, Any] | None = None) -> Any:
     version = save_version(f"exec-{next(_slugs)}", graph)
-    return executor.start_instance(version, start_input or {})
+    return runtime.start_instance(version, start_input or {})
 
 
 def run_burst(processes: Any, *queues: str, env: dict[str, str] | None = None) -> None:
@@ -215,8 +215,8 @@ def test_branch_not_taken_does_not_block_the_join(processes, redis_conn):
                   edge("left", "join"), edge("after_right", "join"), edge("join", "end")],
     }
     version = save_version("dead-path", graph)
-    left = executor.start_instance(version, {"route": "left"})
-    right = executor.start_instance(version, {"route": "right"})
+    left = runtime.start_instance(version, {"route": "left"})
+    right = runtime.start_instance(version, {"route": "right"})
     processes.worker("default")
 
     expect_status(left, "completed")
@@ -279,7 +279,7 @@ def test_conditional_edges_route_on_output_and_context(processes, redis_conn):
     version = save_version("conditions", graph)
     cases = {"high": {"score": 7, "tier": "silver"}, "low": {"score": 2, "tier": "gold"},
              "gold": {"score": 9, "tier": "gold"}}
-    instances = {name: executor.start_instance(version, data) for name, data in cases.items()}
+    instances = {name: runtime.start_instance(version, data) for name, data in cases.items()}
     processes.worker("default")
 
     for name, instance in instances.items():
@@ -312,7 +312,7 @@ def test_router_node_picks_the_route(processes, redis_conn):
     version = save_version("router", graph)
     cases = {"manual": {"amount": 5000, "vip": True}, "fast": {"amount": 10, "vip": True},
              "normal": {"amount": 10, "vip": False}}
-    instances = {name: executor.start_instance(version, data) for name, data in cases.items()}
+    instances = {name: runtime.start_instance(version, data) for name, data in cases.items()}
     processes.worker("default")
 
     for name, instance in instances.items():
@@ -360,7 +360,7 @@ def test_retries_back_off_and_permanent_errors_are_not_retried(processes, redis_
                                                    retry={"max_attempts": 5, **no_jitter})))
     exhausted = save_version("exhausted", chain(py("tired", "tests.fail_times", args={"failures": 9},
                                                    retry={"max_attempts": 2, **no_jitter})))
-    runs = {name: executor.start_instance(v, {}) for name, v in
+    runs = {name: runtime.start_instance(v, {}) for name, v in
             [("flaky", flaky), ("capped", capped), ("buggy", buggy), ("permanent", permanent),
              ("exhausted", exhausted)]}
     processes.worker("default")
@@ -591,7 +591,7 @@ def test_industry_report_fans_out_to_http_and_llm_and_completes(processes, worke
     worker_env["STEADYFLOW_HTTP_ALLOWLIST"] = "127.0.0.1"
     call_command("load_examples", stdout=io.StringIO())
     processes.all_workers()
-    instance = executor.start_instance(example("industry-report"), {"topic": "robots", "research_base": base})
+    instance = runtime.start_instance(example("industry-report"), {"topic": "robots", "research_base": base})
 
     expect_status(instance, "completed", timeout=60)
     order = path(instance)
@@ -621,7 +621,7 @@ def test_industry_report_fans_out_to_http_and_llm_and_completes(processes, worke
 def test_react_agent_loops_through_its_tool_and_completes(processes, redis_conn):
     call_command("load_examples", stdout=io.StringIO())
     processes.all_workers()
-    instance = executor.start_instance(example("react-agent"), {"question": "where is order 42?"})
+    instance = runtime.start_instance(example("react-agent"), {"question": "where is order 42?"})
 
     expect_status(instance, "completed", timeout=60)
     assert path(instance) == ["start", "intent", "think", "lookup", "think", "answer", "filter", "done"]
@@ -640,7 +640,7 @@ def test_hallucination_loop_is_stopped_by_the_loop_breaker(processes, redis_conn
 
     call_command("load_examples", stdout=io.StringIO())
     processes.all_workers()
-    instance = executor.start_instance(example("hallucination-loop"), {"ticket": "T-1"})
+    instance = runtime.start_instance(example("hallucination-loop"), {"ticket": "T-1"})
 
     wait_for_status(instance, {"halted", "failed"}, timeout=60)
     assert instance.halt_reason == "loop_breaker"

@@ -12,7 +12,7 @@ from django.contrib.auth.models import User
 from django.core.management import call_command
 
 from tests.conftest import chain, wait_for, wait_for_status
-from workflows import executor, review
+from workflows import review, runtime
 from workflows.models import AuditEntry, ReviewItem, WorkflowDefinition
 
 
@@ -75,7 +75,7 @@ def _workers(processes, **env: str) -> None:
 def _start_refund(ledger: Ledger, request_id: str, amount: int) -> Any:
     """Start refund-saga against the local ledger and wait for its human approval step."""
     version = WorkflowDefinition.objects.get(slug="refund-saga").latest_version()
-    instance = executor.start_instance(version, {"request_id": request_id, "amount": amount,
+    instance = runtime.start_instance(version, {"request_id": request_id, "amount": amount,
                                                  "ledger_base": ledger.base, "notify_base": ledger.base})
     return wait_for_status(instance, "waiting", timeout=60)
 
@@ -85,7 +85,7 @@ def test_seed_loop_halts_at_exactly_ten_and_resumes_when_granted_more(processes,
     call_command("load_examples")
     _workers(processes)
     version = WorkflowDefinition.objects.get(slug="hallucination-loop").latest_version()
-    instance = executor.start_instance(version, {"ticket": "T-7"})
+    instance = runtime.start_instance(version, {"ticket": "T-7"})
     wait_for_status(instance, "halted", timeout=60)
     assert instance.halt_reason == "loop_breaker"
     assert instance.loop_count == 10
@@ -116,7 +116,7 @@ def test_budget_halts_and_continues_with_more_budget(processes, operator, make_v
                   settings={"budget_usd": 0.5})
     version = make_version(graph)
     _workers(processes)
-    instance = executor.start_instance(version, {})
+    instance = runtime.start_instance(version, {})
     wait_for_status(instance, "halted", timeout=60)
     assert instance.halt_reason == "budget_exceeded"
     assert float(instance.cost_usd) == pytest.approx(0.6)
@@ -137,7 +137,7 @@ def test_ttl_halts_a_waiting_instance_and_resume_extends_the_deadline(processes,
     graph = chain({"id": "nap", "type": "wait", "config": {"seconds": 2}}, settings={"ttl_s": 1})
     version = make_version(graph)
     _workers(processes)
-    instance = executor.start_instance(version, {})
+    instance = runtime.start_instance(version, {})
     wait_for_status(instance, "halted", timeout=30)
     assert instance.halt_reason == "ttl_expired"
     nap = instance.steps.get(node_id="nap")
@@ -232,20 +232,20 @@ def test_scripted_provider_failures_open_the_breaker_and_fallbacks_route(process
     version = make_version(graph)
     env = {"STEADYFLOW_BREAKER_MIN_CALLS": "3", "STEADYFLOW_BREAKER_COOLDOWN_S": "600"}
     _workers(processes, **env)
-    failed = [executor.start_instance(version, {}) for _ in range(3)]
+    failed = [runtime.start_instance(version, {}) for _ in range(3)]
     for instance in failed:
         wait_for_status(instance, "failed", timeout=60)
     from workflows.models import BreakerState
 
     assert BreakerState.objects.get(key="scripted").state == "open"
-    routed = executor.start_instance(version, {})
+    routed = runtime.start_instance(version, {})
     wait_for_status(routed, "completed", timeout=60)
     step = routed.steps.get(node_id="ask")
     assert step.degraded and step.output["route"] == "b" and step.output["fallback"] is True
 
     no_fallback = make_version({**graph, "nodes": [{k: v for k, v in n.items() if k != "fallback"}
                                                    for n in graph["nodes"]]})
-    halted = executor.start_instance(no_fallback, {})
+    halted = runtime.start_instance(no_fallback, {})
     wait_for_status(halted, "halted", timeout=60)
     assert halted.halt_reason == "circuit_open"
     assert halted.steps.get(node_id="ask").status == "pending"
@@ -257,8 +257,8 @@ def test_viewer_cannot_decide_and_four_eyes_blocks_the_starter(transactional_db,
     viewer = user_in("viewers", "vera")
     version = make_version(chain({"id": "nap", "type": "wait", "config": {"seconds": 60}},
                                  settings={"ttl_s": 0.001}))
-    instance = executor.start_instance(version, {}, user=operator)
-    assert executor.expire_instance(instance.pk)
+    instance = runtime.start_instance(version, {}, user=operator)
+    assert runtime.expire_instance(instance.pk)
     item = ReviewItem.objects.get(instance=instance)
     with pytest.raises(review.ReviewForbidden, match="only operators"):
         review.decide(item.pk, viewer, review.Decision(action="approve"))
@@ -278,8 +278,8 @@ def test_reroute_and_edit_context(transactional_db, operator, make_version):
     graph = chain({"id": "nap", "type": "wait", "config": {"seconds": 60}},
                   {"id": "after", "type": "wait", "config": {"seconds": 0}}, settings={"ttl_s": 0.001})
     version = make_version(graph)
-    instance = executor.start_instance(version, {"a": 1})
-    assert executor.expire_instance(instance.pk)
+    instance = runtime.start_instance(version, {"a": 1})
+    assert runtime.expire_instance(instance.pk)
     item = ReviewItem.objects.get(instance=instance)
     with pytest.raises(review.ReviewError, match="reroute needs a node"):
         review.decide(item.pk, operator, review.Decision(action="reroute", goto="nowhere"))
@@ -302,8 +302,8 @@ def test_two_operators_deciding_at_once_exactly_one_applies(transactional_db, op
     version = make_version(chain({"id": "nap", "type": "wait", "config": {"seconds": 60}},
                                  settings={"ttl_s": 0.001}))
     for _ in range(5):
-        instance = executor.start_instance(version, {})
-        assert executor.expire_instance(instance.pk)
+        instance = runtime.start_instance(version, {})
+        assert runtime.expire_instance(instance.pk)
         item = ReviewItem.objects.get(instance=instance)
         barrier = threading.Barrier(2)
         results: list[str] = []
@@ -353,15 +353,15 @@ def test_failing_provider_opens_the_breaker_and_recovery_closes_it(processes, op
         processes.worker("ai", env=env)
         processes.scheduler(env=env)
         for _ in range(3):
-            wait_for_status(executor.start_instance(without, {}), "failed", timeout=60)
+            wait_for_status(runtime.start_instance(without, {}), "failed", timeout=60)
         assert BreakerState.objects.get(key="openai:m1").state == "open"
         calls = len(server.requests)
         assert calls == 3
 
-        degraded = executor.start_instance(with_rule, {})
+        degraded = runtime.start_instance(with_rule, {})
         wait_for_status(degraded, "completed", timeout=60)
         assert degraded.steps.get(node_id="ask").output["text"] == "static answer"
-        halted = executor.start_instance(without, {})
+        halted = runtime.start_instance(without, {})
         wait_for_status(halted, "halted", timeout=60)
         assert halted.halt_reason == "circuit_open"
         assert len(server.requests) == calls  # nothing reached the provider while open

@@ -7,7 +7,7 @@ import pytest
 
 import tests.workflows.poison_functions  # noqa: F401 - registers the function for validation here
 from tests.conftest import chain, wait_for_status
-from workflows import executor
+from workflows import runtime
 from workflows.models import ReviewItem
 
 
@@ -19,7 +19,7 @@ def test_poison_step_halts_after_its_attempts(processes, make_version):
            "STEADYFLOW_SCHEDULER_INTERVAL_S": "0.2"}
     worker = processes.start("run_worker", "default", "--fork", env=env)
     processes.scheduler(env=env)
-    instance = executor.start_instance(version, {})
+    instance = runtime.start_instance(version, {})
     wait_for_status(instance, "halted", timeout=60)
     assert instance.halt_reason == "poison_step"
     step = instance.steps.get(node_id="boom")
@@ -41,7 +41,7 @@ def test_one_lost_worker_is_retried_even_with_a_single_attempt(processes, make_v
            "STEADYFLOW_SCHEDULER_INTERVAL_S": "0.2"}
     processes.start("run_worker", "default", "--fork", env=env)
     processes.scheduler(env=env)
-    instance = executor.start_instance(version, {})
+    instance = runtime.start_instance(version, {})
     wait_for_status(instance, "completed", timeout=60)
     step = instance.steps.get(node_id="flaky")
     assert step.attempt == 2 and step.output == {"attempt": 2}

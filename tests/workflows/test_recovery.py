@@ -9,7 +9,7 @@ from django.core.management import call_command
 from django.core.management.base import CommandError
 
 from tests.conftest import chain
-from workflows import executor, inprocess
+from workflows import inprocess, runtime
 from workflows.models import Checkpoint, Event
 from workflows.recovery import latest_valid_checkpoint, restore_instance
 
@@ -20,7 +20,7 @@ FN = {"function": "examples.lookup_order"}
 def test_each_step_checkpoints_and_a_corrupt_one_is_skipped_and_reported(make_version, redis_conn, capsys):
     version = make_version(chain({"id": "a", "type": "python", "config": FN},
                                  {"id": "b", "type": "python", "config": FN}))
-    instance = executor.start_instance(version, {"x": 1})
+    instance = runtime.start_instance(version, {"x": 1})
     inprocess.drain()
     instance.refresh_from_db()
     assert instance.status == "completed"

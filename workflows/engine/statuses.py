@@ -47,7 +47,8 @@ INSTANCE_TRANSITIONS: dict[str, frozenset[str]] = {
 
 _S = StepStatus
 STEP_TRANSITIONS: dict[str, frozenset[str]] = {
-    _S.PENDING: frozenset({_S.QUEUED, _S.CANCELLED, _S.SKIPPED}),
+    # -> succeeded: a human task answered (its step waits pending, not running, for the person).
+    _S.PENDING: frozenset({_S.QUEUED, _S.CANCELLED, _S.SKIPPED, _S.SUCCEEDED}),
     _S.QUEUED: frozenset({_S.RUNNING, _S.CANCELLED, _S.PENDING}),
     _S.RUNNING: frozenset({_S.SUCCEEDED, _S.FAILED, _S.RETRYING, _S.QUEUED, _S.PENDING, _S.CANCELLED}),
     _S.RETRYING: frozenset({_S.QUEUED, _S.CANCELLED, _S.FAILED, _S.PENDING}),

@@ -8,7 +8,7 @@ from typing import Any
 
 from django.core.management.base import BaseCommand, CommandError
 
-from workflows import executor
+from workflows import runtime
 from workflows.api_shapes import run_summary
 from workflows.definitions import save_document
 from workflows.engine.errors import GraphInvalid, PayloadTooLarge
@@ -41,7 +41,7 @@ class Command(BaseCommand):
             raise CommandError("--input must be a JSON object")
         version = self._version(options["workflow"])
         try:
-            instance = executor.start_instance(version, start_input,
+            instance = runtime.start_instance(version, start_input,
                                                idempotency_key=options["idempotency_key"])
         except PayloadTooLarge as exc:
             raise CommandError(exc.message) from None

@@ -1,0 +1,58 @@
+"""The runtime: decides every transition of an instance and has a store write it.
+
+Public API (nothing outside this package imports a private name from it):
+
+- starting: `start_instance`
+- a worker's step: `claim_step`, `build_call`, `run_claimed`, `finish_step`,
+  `finish_step_reconnecting`, `release_step`, `run_step` (the whole loop for one job)
+- from outside: `cancel_instance`, `expire_instance`
+- on a locked instance, for operators' actions (review.py, operations.py, recovery.py): `UnitOfWork`,
+  `lock`, `apply`, `resume`, `activate`, `stop_instance`, `start_compensation`, `resolve`,
+  `fired_edges`, `budget_exceeded`, `check_payload`
+"""
+
+from __future__ import annotations
+
+from workflows.runtime.config import (
+    COMPENSATE_PREFIX,
+    check_payload,
+    compensation_node,
+    conf,
+    engine_config,
+    graph_for_version,
+    node_for_step,
+    queue_for,
+)
+from workflows.runtime.leases import keeper
+from workflows.runtime.lifecycle import (
+    apply,
+    build_call,
+    cancel_instance,
+    claim_step,
+    expire_instance,
+    finish_step,
+    lock,
+    release_step,
+    start_instance,
+    timeout_for,
+)
+from workflows.runtime.loop import finish_step_reconnecting, run_claimed, run_step
+from workflows.runtime.records import Claim, Outcome, StepOutputs, as_step_error
+from workflows.runtime.transitions import (
+    activate,
+    budget_exceeded,
+    fired_edges,
+    resolve,
+    resume,
+    start_compensation,
+    stop_instance,
+)
+from workflows.runtime.unit import UnitOfWork
+
+__all__ = [
+    "COMPENSATE_PREFIX", "Claim", "Outcome", "StepOutputs", "UnitOfWork", "activate", "apply", "as_step_error",
+    "budget_exceeded", "build_call", "cancel_instance", "check_payload", "claim_step", "compensation_node",
+    "conf", "engine_config", "expire_instance", "finish_step", "finish_step_reconnecting", "fired_edges",
+    "graph_for_version", "keeper", "lock", "node_for_step", "queue_for", "release_step", "resolve", "resume",
+    "run_claimed", "run_step", "start_compensation", "start_instance", "stop_instance", "timeout_for",
+]

@@ -1,0 +1,97 @@
+"""What the runtime reads from settings and from stored versions, in one place.
+
+Settings are read through `conf()` so tests that override STEADYFLOW see the change; the engine
+config and parsed graphs are cached per process (versions are immutable).
+"""
+
+from __future__ import annotations
+
+import json
+from functools import lru_cache
+from typing import Any
+
+from django.conf import settings
+
+from workflows.engine.errors import PayloadTooLarge
+from workflows.engine.graph import Graph, Node
+from workflows.engine.nodes import EngineConfig, NodeKind, known_kinds
+
+COMPENSATE_PREFIX = "compensate:"
+TRAIL_LENGTH = 50
+
+
+def conf(name: str) -> Any:
+    return settings.STEADYFLOW[name]
+
+
+@lru_cache(maxsize=1)
+def engine_config() -> EngineConfig:
+    return EngineConfig(
+        http_allowlist=tuple(conf("HTTP_ALLOWLIST")),
+        llm_base_url=conf("LLM_BASE_URL"),
+        llm_api_key=conf("LLM_API_KEY"),
+        llm_max_per_provider=conf("LLM_MAX_PER_PROVIDER"),
+        llm_prices=settings.STEADYFLOW.get("LLM_PRICES", {}),
+        default_timeout_s=conf("DEFAULT_STEP_TIMEOUT_S"),
+    )
+
+
+@lru_cache(maxsize=256)
+def graph_for_version(version_id: int) -> Graph:
+    """Versions are immutable, so each process parses a version's graph once."""
+    from workflows.models import WorkflowVersion
+
+    graph: Graph = WorkflowVersion.objects.only("graph").get(pk=version_id).as_graph()
+    return graph
+
+
+def queue_for(node: Node, kind: NodeKind) -> str:
+    return node.queue or kind.default_queue
+
+
+def is_compensation(node_id: str) -> bool:
+    return node_id.startswith(COMPENSATE_PREFIX)
+
+
+def compensation_node(node: Node) -> Node | None:
+    """The action that undoes a node's effect (saga), as a node of its own; None if it declares none.
+
+    `compensate` is a python function name, or {"type", "config", "retry", "timeout_s", "queue"}.
+    """
+    spec = node.compensate
+    if not spec:
+        return None
+    if isinstance(spec, str):
+        spec = {"type": "python", "config": {"function": spec}}
+    return Node(id=COMPENSATE_PREFIX + node.id, type=spec.get("type", "python"),
+                config=dict(spec.get("config") or {}), queue=spec.get("queue") or node.queue,
+                retry=dict(spec.get("retry") or {"max_attempts": 3}), timeout_s=spec.get("timeout_s"), raw=spec)
+
+
+def node_for_step(graph: Graph, node_id: str) -> Node:
+    if is_compensation(node_id):
+        node = compensation_node(graph.nodes[node_id[len(COMPENSATE_PREFIX):]])
+        assert node is not None
+        return node
+    return graph.nodes[node_id]
+
+
+@lru_cache(maxsize=1)
+def person_kinds() -> tuple[str, ...]:
+    """Node types whose steps wait for a person (human tasks), not for a worker."""
+    return tuple(name for name, kind in known_kinds().items() if kind.awaits_person)
+
+
+def to_json(value: Any) -> str:
+    """The one serialisation of a payload: used for the size check and for the write."""
+    return json.dumps(value, default=str, separators=(",", ":"))
+
+
+def check_payload(what: str, value: Any) -> str:
+    """Refuse a payload over STEADYFLOW_MAX_PAYLOAD_BYTES; returns its JSON so it is not serialised twice."""
+    text = to_json(value)
+    limit = conf("MAX_PAYLOAD_BYTES")
+    if len(text) > limit:
+        raise PayloadTooLarge(f"{what} is {len(text)} bytes, over the limit of {limit} bytes "
+                              "(STEADYFLOW_MAX_PAYLOAD_BYTES)")
+    return text

@@ -1,0 +1,343 @@
+"""A step's life: start an instance, claim a step, run it, commit its outcome; and the other ways a
+transition begins (release, cancel, expire).
+
+Durability contract (README, "Guarantees"):
+- every transition commits its StepRun, Event(s) and Checkpoint in one transaction, with the
+  instance row locked (joins, counters and the event sequence must not race);
+- jobs are enqueued only after that commit, and carry only step ids;
+- a step is claimed by a conditional UPDATE (queued -> running with a fresh lease token) and its
+  outcome commits only while that token still holds, so a duplicate delivery or a zombie worker
+  whose lease was taken over commits nothing.
+Each function here loads through the store, decides (transitions.py) into a UnitOfWork, and has the
+store apply it.
+"""
+
+from __future__ import annotations
+
+import logging
+import secrets
+from datetime import datetime, timedelta
+from decimal import Decimal
+from typing import Any
+
+from django.db import IntegrityError
+from django.utils import timezone
+
+from workflows import store as stores
+from workflows.engine import expressions
+from workflows.engine.errors import ExpressionError, PayloadTooLarge, PermanentStepError
+from workflows.engine.nodes import NodeResult, StepCall, get_kind
+from workflows.engine.statuses import INSTANCE_ACTIVE, InstanceStatus, StepStatus
+from workflows.models import StepRun, WorkflowInstance, WorkflowVersion
+from workflows.runtime import transitions as tx
+from workflows.runtime.config import (
+    check_payload,
+    conf,
+    engine_config,
+    graph_for_version,
+    is_compensation,
+    node_for_step,
+)
+from workflows.runtime.records import Claim, Outcome, StepOutputs
+from workflows.runtime.unit import UnitOfWork
+
+log = logging.getLogger("steadyflow.runtime")
+
+
+# --- Starting -----------------------------------------------------------------------------------
+
+def start_instance(version: WorkflowVersion, start_input: dict[str, Any] | None = None, *,
+                   idempotency_key: str | None = None, user: Any = None,
+                   now: datetime | None = None) -> WorkflowInstance:
+    """Create an instance and run its start node, all in one transaction.
+
+    A repeated idempotency key returns the instance the first request created.
+    """
+    start_input = dict(start_input or {})
+    check_payload("start input", start_input)
+    store = stores.get_store()
+    if idempotency_key:
+        existing = store.instance_by_key(idempotency_key)
+        if existing is not None:
+            return existing
+    try:
+        return _create_instance(version, start_input, idempotency_key, user, now or timezone.now())
+    except IntegrityError:
+        # Two requests with one key raced past the lookup: the unique key let one commit.
+        existing = store.instance_by_key(idempotency_key) if idempotency_key else None
+        if existing is None:
+            raise
+        return existing
+
+
+def _create_instance(version: WorkflowVersion, start_input: dict[str, Any], idempotency_key: str | None,
+                     user: Any, now: datetime) -> WorkflowInstance:
+    graph = graph_for_version(version.pk)
+    ttl = graph.settings.ttl_s or conf("DEFAULT_TTL_S")
+    budget = graph.settings.budget_usd
+    store = stores.get_store()
+    with store.atomic():
+        instance = store.create_instance(
+            version=version, status=InstanceStatus.RUNNING, input=start_input, context=dict(start_input),
+            state={"visits": {}, "joins": {}, "budget_tokens": graph.settings.budget_tokens},
+            max_transitions=graph.settings.max_transitions or conf("DEFAULT_MAX_TRANSITIONS"),
+            deadline=now + timedelta(seconds=ttl),
+            idempotency_key=idempotency_key or None, created_by=user if getattr(user, "pk", None) else None,
+            created_at=now, updated_at=now,
+            budget_usd=Decimal(str(budget)) if budget is not None else None,
+        )
+        uow = UnitOfWork(instance, graph, now)
+        uow.event("instance_started", version=version.number, definition=version.definition.slug,
+                  trace_id=instance.trace_id)
+        start = graph.start_node
+        uow.set_instance(loop_count=1, state=instance.state)
+        step = tx.new_step(uow, start)
+        step.output = start_input
+        tx.resolve(uow, step, tx.fired_edges(uow, start, start_input))
+        store.apply(uow)
+    log.info("instance started", extra={"instance": instance.pk, "trace_id": instance.trace_id})
+    return instance
+
+
+# --- Claiming -----------------------------------------------------------------------------------
+
+def claim_step(step_id: int, worker: str, now: datetime | None = None) -> Claim | None:
+    """Take a queued step for this worker. None when someone else has it or it is no longer due."""
+    now = now or timezone.now()
+    token = secrets.token_hex(8)
+    lease_until = now + timedelta(seconds=conf("LEASE_S"))
+    store = stores.get_store()
+    fast = store.claim_started(step_id, worker, token, now, lease_until)
+    if fast is not None:
+        step, instance = fast
+    else:
+        with store.atomic():
+            step_or_none = store.claim_queued(step_id, worker, token, now, lease_until)
+            if step_or_none is None:
+                return None
+            step = step_or_none
+            instance = store.lock_instance(step.instance_id)
+            if not _started(store, step, instance, worker, now):
+                return None
+    graph = graph_for_version(instance.version_id)
+    node = node_for_step(graph, step.node_id)
+    return Claim(step=step, instance=instance, graph=graph, node=node, kind=get_kind(node.type), token=token,
+                 worker=worker)
+
+
+def _started(store: Any, step: StepRun, instance: WorkflowInstance, worker: str, now: datetime) -> bool:
+    """The claim's checks on the locked instance; False when the step must not run now."""
+    uow = UnitOfWork(instance, graph_for_version(instance.version_id), now, checkpoint=False)
+    if instance.status == InstanceStatus.HALTED:
+        # A job that was already on its queue when the instance halted: park the step again
+        # (the claim's attempt is given back) until an operator resumes the instance.
+        uow.update_step(step, status=StepStatus.PENDING, due_at=None, lease_token="", lease_until=None,
+                        attempt=step.attempt - 1)
+        store.apply(uow)
+        return False
+    if not tx.may_run(instance, step.node_id):
+        tx.close_step(uow, step, StepStatus.CANCELLED, reason=f"instance is {instance.status}")
+        store.apply(uow)
+        return False
+    if instance.deadline and now > instance.deadline:
+        uow.checkpoint = True
+        tx.expire(uow)
+        store.apply(uow)
+        return False
+    uow.event("step_started", step.node_id, step, visit=step.visit, attempt=step.attempt, worker=worker,
+              queue=step.queue)
+    store.apply(uow)
+    return True
+
+
+# --- Running ------------------------------------------------------------------------------------
+
+def build_call(claim: Claim, now: datetime | None = None) -> StepCall:
+    """Render the node's config against the instance and make the handler's argument."""
+    now = now or timezone.now()
+    inst, node, kind = claim.instance, claim.node, claim.kind
+    steps = StepOutputs(inst.pk)
+    names = {"context": inst.context, "steps": steps, "input": inst.input}
+    raw = node.config
+    try:
+        config = {key: (value if key in kind.raw_config_keys else expressions.render(value, names))
+                  for key, value in raw.items()}
+    except ExpressionError as exc:
+        raise PermanentStepError(f"node '{node.id}': template failed: {exc}") from None
+    call_index = 0
+    if node.type == "llm" and raw.get("provider") == "scripted":
+        earlier = stores.get_store().earlier_attempts(inst.pk, node.id, claim.step.visit)
+        call_index = earlier + claim.step.attempt - 1
+    gate = None
+    if node.type == "llm":
+        from workflows.breakers import DatabaseBreaker, provider_key
+
+        gate = DatabaseBreaker(provider_key(config))
+    call = StepCall(
+        node=node, config=config, context=inst.context, steps=steps, start_input=inst.input,
+        instance_id=inst.pk, visit=claim.step.visit, attempt=claim.step.attempt,
+        idempotency_key=claim.step.idempotency_key, trace_id=inst.trace_id, now=now,
+        activated_at=claim.step.created_at, engine=engine_config(), call_index=call_index, breaker=gate,
+    )
+    claim.call = call
+    return call
+
+
+def timeout_for(claim: Claim) -> float:
+    return float(claim.node.timeout_s or conf("DEFAULT_STEP_TIMEOUT_S"))
+
+
+# --- Finishing ----------------------------------------------------------------------------------
+
+def finish_step(claim: Claim, outcome: Outcome, *, allow_inline: bool = False,
+                now: datetime | None = None) -> Claim | None:
+    """Commit a step's outcome and what follows from it. Returns the successor claimed for inline
+    running by this worker, when there is exactly one on the same queue."""
+    now = now or timezone.now()
+    output_json = None
+    if outcome.error is None and outcome.result is not None and outcome.result.defer_until is None:
+        try:
+            output_json = check_payload(f"output of step {claim.node.id}", outcome.result.output)
+        except PayloadTooLarge as exc:
+            outcome = Outcome(error=exc)
+    store = stores.get_store()
+    # The decision changes the claimed step in memory; a commit that fails (and is tried again on a
+    # new connection) must start from the step as claimed.
+    as_claimed = dict(claim.step.__dict__)
+    try:
+        with store.atomic():
+            instance, held = store.lock_for_finish(claim.instance.pk, claim.step.pk, claim.token)
+            if not held:
+                # Our lease was taken over (or the step was cancelled): the outcome must not commit.
+                log.warning("step %s: lease lost, outcome discarded", claim.step.pk)
+                return None
+            uow = UnitOfWork(instance, claim.graph, now)
+            if output_json is not None and outcome.result is not None:
+                uow.remember_json(outcome.result.output, output_json)
+            inline = _decide_outcome(uow, claim.step, claim, outcome, allow_inline)
+            store.apply(uow)
+    except BaseException:
+        claim.step.__dict__.update(as_claimed)
+        raise
+    return inline
+
+
+def _decide_outcome(uow: UnitOfWork, step: StepRun, claim: Claim, outcome: Outcome,
+                    allow_inline: bool) -> Claim | None:
+    instance = uow.instance
+    if not tx.may_run(instance, step.node_id) and instance.status != InstanceStatus.HALTED:
+        uow.checkpoint = False
+        tx.close_step(uow, step, StepStatus.CANCELLED, reason=f"instance is {instance.status}")
+        return None
+    error = outcome.error
+    if error is not None and error.code == "circuit_open":
+        tx.park_step(uow, step)
+        tx.halt(uow, "circuit_open", {"message": error.message, "node": step.node_id, **error.details}, step=step)
+        return None
+    if error is not None:
+        tx.fail_attempt(uow, step, claim, error)
+        return None
+    assert outcome.result is not None
+    if outcome.result.defer_until is not None:
+        uow.checkpoint = False
+        tx.defer(uow, step, outcome.result.defer_until)
+        return None
+    return _succeed(uow, step, claim, outcome.result, allow_inline)
+
+
+def _succeed(uow: UnitOfWork, step: StepRun, claim: Claim, result: NodeResult, allow_inline: bool) -> Claim | None:
+    inst = uow.instance
+    if is_compensation(step.node_id):
+        uow.update_step(step, status=StepStatus.SUCCEEDED, output=result.output, finished_at=uow.now,
+                        input=tx.redacted_input(claim), error=None)
+        uow.event("compensation_succeeded", step.node_id, step, visit=step.visit, attempt=step.attempt)
+        tx.compensate_next(uow, done=step)
+        return None
+    if result.context_updates:
+        new_context = {**inst.context, **result.context_updates}
+        try:
+            check_payload("context", new_context)
+        except PayloadTooLarge as exc:
+            tx.fail_attempt(uow, step, claim, exc)
+            return None
+        uow.set_instance(context=new_context)
+    try:
+        fired = tx.fired_edges(uow, step.node_id, result.output)
+    except ExpressionError as exc:
+        tx.fail_attempt(uow, step, claim, PermanentStepError(f"edge condition failed: {exc}"))
+        return None
+    usage = result.usage
+    uow.update_step(step, status=StepStatus.SUCCEEDED, output=result.output, usage=usage, finished_at=uow.now,
+                    input=tx.redacted_input(claim), error=None, degraded=result.degraded)
+    if usage:
+        tokens = int(usage.get("prompt_tokens", 0)) + int(usage.get("completion_tokens", 0))
+        uow.set_instance(tokens=inst.tokens + tokens,
+                         cost_usd=Decimal(inst.cost_usd) + Decimal(str(usage.get("cost_usd", 0))))
+    uow.event("step_succeeded", step.node_id, step, visit=step.visit, attempt=step.attempt,
+              duration_ms=round((uow.now - step.started_at).total_seconds() * 1000, 2) if step.started_at else None,
+              usage=usage, degraded=result.degraded)
+    uow.set_instance(open_steps=inst.open_steps - 1)
+    hold = tx.budget_exceeded(inst) if usage else None
+    return tx.resolve(uow, step, fired, inline_queue=step.queue if allow_inline else None,
+                      worker=claim.worker, hold=hold)
+
+
+def release_step(claim: Claim, reason: str, now: datetime | None = None) -> bool:
+    """Give a claimed step back, queued again, without counting the attempt: its worker is stopping
+    before the handler could finish (the ai consumer's shutdown). The caller puts the job back on
+    its queue. False when the lease was no longer ours (then nothing changes)."""
+    now = now or timezone.now()
+    store = stores.get_store()
+    with store.atomic():
+        instance, held = store.lock_for_finish(claim.instance.pk, claim.step.pk, claim.token)
+        if not held:
+            return False
+        step = claim.step
+        uow = UnitOfWork(instance, claim.graph, now, checkpoint=False)
+        uow.update_step(step, status=StepStatus.QUEUED, attempt=step.attempt - 1, worker="", lease_token="",
+                        lease_until=None, due_at=now)
+        uow.event("step_queued", step.node_id, step, visit=step.visit, queue=step.queue,
+                  released_by=claim.worker, reason=reason)
+        store.apply(uow)
+    return True
+
+
+# --- Stopping from outside ----------------------------------------------------------------------
+
+def expire_instance(instance_id: int, now: datetime | None = None) -> bool:
+    """TTL: stop an instance past its deadline. False when it was already final or not yet due."""
+    now = now or timezone.now()
+    store = stores.get_store()
+    with store.atomic():
+        inst = store.lock_instance(instance_id)
+        if inst.status not in INSTANCE_ACTIVE or not inst.deadline or inst.deadline >= now:
+            return False
+        uow = UnitOfWork(inst, graph_for_version(inst.version_id), now)
+        tx.expire(uow)
+        store.apply(uow)
+    return True
+
+
+def cancel_instance(instance_id: int, reason: str = "cancelled by request", now: datetime | None = None) -> bool:
+    now = now or timezone.now()
+    store = stores.get_store()
+    with store.atomic():
+        inst = store.lock_instance(instance_id)
+        if inst.status not in INSTANCE_ACTIVE and inst.status != InstanceStatus.HALTED:
+            return False
+        uow = UnitOfWork(inst, graph_for_version(inst.version_id), now)
+        tx.stop_instance(uow, InstanceStatus.CANCELLED, "cancelled", {"message": reason})
+        store.apply(uow)
+    return True
+
+
+# --- Operators' actions: a transition begun outside the runtime -------------------------------
+
+def lock(instance_id: int) -> WorkflowInstance:
+    """Lock an instance for a transition (inside the caller's transaction)."""
+    return stores.get_store().lock_instance(instance_id)
+
+
+def apply(uow: UnitOfWork) -> None:
+    """Write a unit of work decided on an instance locked with `lock` (inside the same transaction)."""
+    stores.get_store().apply(uow)

@@ -1,0 +1,88 @@
+"""The run loop a synchronous worker gives one job: claim, run, commit, and carry on inline while
+a single same-queue successor follows (each step still committed on its own)."""
+
+from __future__ import annotations
+
+import logging
+import time
+
+from workflows.engine.statuses import StepStatus
+from workflows.runtime.config import conf, node_for_step
+from workflows.runtime.leases import keeper
+from workflows.runtime.lifecycle import build_call, claim_step, finish_step, timeout_for
+from workflows.runtime.records import Claim, Outcome, as_step_error
+
+log = logging.getLogger("steadyflow.runtime")
+
+
+def run_step(step_id: int, worker: str, queue: str | None = None) -> int:
+    """What a worker does with one job. Returns how many steps it ran."""
+    claim = claim_step(step_id, worker)
+    ran = 0
+    inline_allowed = conf("INLINE_CONTINUATION")
+    while claim is not None:
+        outcome = run_claimed(claim)
+        ran += 1
+        claim = finish_step_reconnecting(claim, outcome, allow_inline=inline_allowed)
+    return ran
+
+
+def run_claimed(claim: Claim) -> Outcome:
+    """Run a synchronous handler under its timeout, its lease kept alive by the process's keeper."""
+    from workflows.timeouts import time_limit
+
+    try:
+        call = build_call(claim)
+        with keeper.holding(claim.step.pk, claim.token), time_limit(timeout_for(claim), f"step {claim.node.id}"):
+            result = claim.kind.run(call)
+        return Outcome(result=result)
+    except Exception as exc:  # noqa: BLE001 - a failing node must never take the worker down
+        return Outcome(error=as_step_error(exc))
+
+
+def finish_step_reconnecting(claim: Claim, outcome: Outcome, *, allow_inline: bool = False) -> Claim | None:
+    """finish_step, tried again on a fresh connection while the lease holds when the database
+    connection drops (a failover, a killed backend): the handler's work is not thrown away and run
+    twice. Safe because of the lease token: if an earlier try did commit (its acknowledgement was
+    lost), the next finds the step no longer ours and commits nothing."""
+    from django.db import InterfaceError, OperationalError, connection
+
+    deadline = time.monotonic() + conf("LEASE_S") / 2
+    delay = 0.1
+    failed = False
+    while True:
+        try:
+            successor = finish_step(claim, outcome, allow_inline=allow_inline)
+            if successor is None and failed and allow_inline:
+                return _adopt_inline_successor(claim)
+            return successor
+        except (OperationalError, InterfaceError) as exc:
+            if time.monotonic() + delay > deadline:
+                raise
+            failed = True
+            log.warning("step %s: committing its outcome failed (%s); retrying on a new connection",
+                        claim.step.pk, exc)
+            connection.close()
+            time.sleep(delay)
+            delay = min(delay * 2, 2.0)
+
+
+def _adopt_inline_successor(claim: Claim) -> Claim | None:
+    """A commit whose acknowledgement was lost may have landed, claiming a successor for this worker
+    to run inline. Carry on with it rather than leave it running for nobody until its lease expires."""
+    from workflows.engine.nodes import get_kind
+    from workflows.models import StepRun, WorkflowInstance
+
+    done = StepRun.objects.filter(pk=claim.step.pk, status=StepStatus.SUCCEEDED, lease_token=claim.token).first()
+    if done is None or done.finished_at is None:
+        return None
+    # The successor was created in the same transaction: started (claimed) at the step's finish time.
+    successor = (StepRun.objects.filter(instance_id=done.instance_id, status=StepStatus.RUNNING,
+                                        worker=claim.worker, started_at=done.finished_at)
+                 .exclude(pk=done.pk).first())
+    if successor is None:
+        return None
+    log.warning("step %s: its outcome had committed; carrying on with step %s", done.pk, successor.pk)
+    node = node_for_step(claim.graph, successor.node_id)
+    return Claim(step=successor, instance=WorkflowInstance.objects.get(pk=done.instance_id), graph=claim.graph,
+                 node=node, kind=get_kind(node.type), token=successor.lease_token, worker=claim.worker)

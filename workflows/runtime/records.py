@@ -1,0 +1,72 @@
+"""What a worker holds while it runs a step, and what a handler's attempt came to."""
+
+from __future__ import annotations
+
+import traceback
+from collections.abc import Iterator, Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+from workflows.engine.errors import StepError
+from workflows.engine.graph import Graph, Node
+from workflows.engine.nodes import NodeKind, NodeResult, StepCall
+from workflows.models import StepRun, WorkflowInstance
+
+TRACEBACK_CHARS = 4000
+
+
+@dataclass
+class Claim:
+    """A step this worker holds under a lease token, with the instance as the claim (or the
+    previous commit of an inline chain) left it."""
+
+    step: StepRun
+    instance: WorkflowInstance
+    graph: Graph
+    node: Node
+    kind: NodeKind
+    token: str
+    worker: str
+    call: StepCall | None = None
+    timings: dict[str, float] = field(default_factory=dict)
+
+
+@dataclass
+class Outcome:
+    result: NodeResult | None = None
+    error: StepError | None = None
+
+
+def as_step_error(exc: BaseException) -> StepError:
+    """A handler's exception as the step's error. Unexpected exceptions are transient (the node's
+    retry policy decides); the end of the traceback is kept for the step inspector."""
+    if isinstance(exc, StepError):
+        return exc
+    trace = "".join(traceback.format_exception(exc))[-TRACEBACK_CHARS:]
+    return StepError(f"{type(exc).__name__}: {exc}", details={"exception": type(exc).__name__, "traceback": trace})
+
+
+class StepOutputs(Mapping[str, Any]):
+    """`steps.<node>` in templates and conditions: the latest succeeded run of each node, read lazily."""
+
+    def __init__(self, instance_id: int) -> None:
+        self.instance_id = instance_id
+        self._cache: dict[str, Any] = {}
+
+    def __getitem__(self, node_id: str) -> Any:
+        if node_id not in self._cache:
+            from workflows.store import get_store
+
+            row = get_store().latest_output(self.instance_id, node_id)
+            if row is None:
+                raise KeyError(node_id)
+            self._cache[node_id] = row
+        return self._cache[node_id]
+
+    def __iter__(self) -> Iterator[str]:
+        from workflows.store import get_store
+
+        return get_store().succeeded_nodes(self.instance_id)
+
+    def __len__(self) -> int:
+        return sum(1 for _ in self)

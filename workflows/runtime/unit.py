@@ -1,0 +1,145 @@
+"""A transition as a unit of work: what the runtime decided, for a store to write in one transaction.
+
+The runtime never writes instance, step, event or checkpoint rows itself. It loads the instance
+(locked) through a store, decides, and records here:
+
+- instance field changes (`set_instance`, every status change checked against the one table);
+- new steps (their ids are known only once the store inserts them; events and jobs refer to the
+  step objects, so they resolve at write time);
+- step changes (`update_step`), each a conditional UPDATE guarded by the status the step had when
+  the runtime read it, every status change checked against the step transition table;
+- events, numbered from the instance's `event_seq`;
+- review items to open, and whether open ones close;
+- a checksummed checkpoint of the instance's state (taken at write time, after every change);
+- post-commit effects: jobs to enqueue and events to publish.
+
+`Store.apply(unit)` writes it; the effects run only after COMMIT.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from datetime import datetime
+from typing import Any
+
+from workflows.engine.graph import Graph
+from workflows.engine.statuses import check_instance_transition, check_step_transition
+from workflows.models import ReviewItem, StepRun, WorkflowInstance
+
+
+@dataclass
+class PendingEvent:
+    seq: int
+    type: str
+    node_id: str
+    step: StepRun | None
+    payload: dict[str, Any]
+    review: ReviewItem | None = None  # its id goes into the payload as "review" once inserted
+
+
+@dataclass
+class StepChange:
+    step: StepRun
+    fields: dict[str, Any]
+    expect_status: str  # the status the runtime decided on: the UPDATE is conditional on it
+
+
+@dataclass
+class UnitOfWork:
+    instance: WorkflowInstance
+    graph: Graph
+    now: datetime
+    events: list[PendingEvent] = field(default_factory=list)
+    new_steps: list[StepRun] = field(default_factory=list)
+    changes: dict[int, StepChange] = field(default_factory=dict)  # by id() of the step object
+    new_reviews: list[ReviewItem] = field(default_factory=list)
+    close_reviews: bool = False
+    instance_fields: set[str] = field(default_factory=lambda: {"event_seq", "updated_at"})
+    enqueue: list[StepRun] = field(default_factory=list)
+    checkpoint: bool = True
+    # JSON text already made for a value (by the payload size check), by id() of the value: a
+    # store writes it instead of serialising the value again.
+    known_json: dict[int, tuple[Any, str]] = field(default_factory=dict)
+
+    # --- Recording ------------------------------------------------------------------------------
+
+    def event(self, type_: str, node_id: str = "", step: StepRun | None = None,
+              review: ReviewItem | None = None, **payload: Any) -> None:
+        self.instance.event_seq += 1
+        self.events.append(PendingEvent(self.instance.event_seq, type_, node_id, step, payload, review))
+
+    def set_instance(self, **values: Any) -> None:
+        target = values.get("status")
+        if target is not None and target != self.instance.status:
+            # The one transition table (engine/statuses.py) guards every status change.
+            check_instance_transition(self.instance.status, target)
+        for name, value in values.items():
+            setattr(self.instance, name, value)
+        self.instance_fields.update(values)
+
+    def add_step(self, step: StepRun) -> StepRun:
+        self.new_steps.append(step)
+        return step
+
+    def update_step(self, step: StepRun, **fields: Any) -> None:
+        """Change a loaded step; the write is conditional on the status it had when first changed here."""
+        target = fields.get("status")
+        if target is not None and target != step.status:
+            check_step_transition(step.status, target)
+        if any(step is new for new in self.new_steps):
+            for name, value in fields.items():
+                setattr(step, name, value)
+            return
+        change = self.changes.get(id(step))
+        if change is None:
+            change = self.changes[id(step)] = StepChange(step, {}, str(step.status))
+        change.fields.update(fields)
+        for name, value in fields.items():
+            setattr(step, name, value)
+
+    def open_review(self, item: ReviewItem) -> ReviewItem:
+        self.new_reviews.append(item)
+        return item
+
+    def dispatch(self, step: StepRun) -> None:
+        self.enqueue.append(step)
+
+    def remember_json(self, value: Any, text: str) -> None:
+        # The value is kept alongside its text so its id() cannot be reused while the unit lives.
+        self.known_json[id(value)] = (value, text)
+
+    def json_of(self, value: Any) -> str | None:
+        known = self.known_json.get(id(value))
+        return known[1] if known is not None and known[0] is value else None
+
+    # --- Reading back -----------------------------------------------------------------------------
+
+    def checkpoint_state(self) -> dict[str, Any]:
+        inst = self.instance
+        return {"context": inst.context, "state": inst.state, "loop_count": inst.loop_count,
+                "open_steps": inst.open_steps, "status": str(inst.status), "seq": inst.event_seq}
+
+    def event_payload(self, event: PendingEvent) -> dict[str, Any]:
+        if event.review is not None:
+            return {"review": event.review.pk, **event.payload}
+        return event.payload
+
+    def as_decided(self, loaded: list[StepRun], keep: Callable[[StepRun], bool]) -> list[StepRun]:
+        """Steps read from the database, seen as this unit has already decided them: a step it changed
+        is its changed object (kept only if it still matches), and the steps it changed or created
+        that now match are added. (The unit has not written anything yet.)"""
+        changed = {change.step.pk: change.step for change in self.changes.values()}
+        seen: set[int] = set()
+        result = []
+        for step in loaded:
+            step = changed.get(step.pk, step)
+            seen.add(step.pk)
+            if keep(step):
+                result.append(step)
+        result += [step for pk, step in changed.items() if pk not in seen and keep(step)]
+        result += [step for step in self.new_steps if keep(step)]
+        return result
+
+    def jobs(self) -> list[tuple[int, str]]:
+        return [(step.pk, step.queue) for step in self.enqueue]

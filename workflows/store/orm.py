@@ -1,0 +1,184 @@
+"""The reference store: every read and write of instance, step, event and checkpoint rows through
+the Django ORM. The SQL stores (sql.py) override the hot path with hand-written statements and must
+write exactly the rows this one writes (tests/store/ compares them)."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable, Iterable, Iterator
+from contextlib import AbstractContextManager
+from datetime import datetime
+from typing import Any
+
+from django.db import transaction
+from django.db.models import Sum
+
+from workflows.engine.statuses import StepStatus
+from workflows.models import Checkpoint, Event, ReviewItem, StepRun, WorkflowInstance
+from workflows.runtime.unit import UnitOfWork
+
+
+class StaleWrite(Exception):
+    """A conditional step UPDATE matched no row: the step moved on since the runtime read it. The
+    transaction is rolled back; the runtime treats it as a lost lease or a lost race."""
+
+
+def message(instance_id: int, seq: int, type_: str, node_id: str, step_id: int | None,
+            payload: dict[str, Any], at: datetime) -> dict[str, Any]:
+    """An event as the live view receives it (the same shape as Event.as_message())."""
+    return {"instance": instance_id, "seq": seq, "type": type_, "node": node_id, "step": step_id,
+            "payload": payload, "at": at.isoformat()}
+
+
+class OrmStore:
+    """All SQL goes through the ORM; every method runs inside the caller's transaction when there is one."""
+
+    name = "orm"
+
+    # --- Transactions -------------------------------------------------------------------------
+
+    def atomic(self) -> AbstractContextManager[Any]:
+        return transaction.atomic()
+
+    def on_commit(self, effect: Callable[[], None]) -> None:
+        transaction.on_commit(effect)
+
+    # --- Instances ------------------------------------------------------------------------------
+
+    def create_instance(self, **fields: Any) -> WorkflowInstance:
+        instance: WorkflowInstance = WorkflowInstance.objects.create(**fields)
+        return instance
+
+    def instance_by_key(self, key: str) -> WorkflowInstance | None:
+        found: WorkflowInstance | None = WorkflowInstance.objects.filter(idempotency_key=key).first()
+        return found
+
+    def lock_instance(self, instance_id: int) -> WorkflowInstance:
+        # The row lock serialises every transition of one instance: joins, loop counter, event seq.
+        instance: WorkflowInstance = WorkflowInstance.objects.select_for_update().get(pk=instance_id)
+        return instance
+
+    def lock_for_finish(self, instance_id: int, step_id: int, token: str) -> tuple[WorkflowInstance, bool]:
+        """Lock the instance and tell whether the step is still running under this lease token."""
+        instance = self.lock_instance(instance_id)
+        held = StepRun.objects.filter(pk=step_id, status=StepStatus.RUNNING, lease_token=token).exists()
+        return instance, held
+
+    # --- Claims and leases ------------------------------------------------------------------------
+
+    def claim_started(self, step_id: int, worker: str, token: str, now: datetime,
+                      lease_until: datetime) -> tuple[StepRun, WorkflowInstance] | None:
+        """The common claim in one statement: a queued step of an active instance, claimed and its
+        step_started event written, committed. None sends the runtime down the general path (which
+        handles halted, cancelled and expired instances). The reference store always says None."""
+        return None
+
+    def claim_queued(self, step_id: int, worker: str, token: str, now: datetime,
+                     lease_until: datetime) -> StepRun | None:
+        """1. Take a queued step: queued -> running with a fresh lease, one attempt more.
+        The conditional UPDATE is the claim: of two workers handed the same job, one wins."""
+        from django.db.models import F
+
+        claimed = StepRun.objects.filter(pk=step_id, status=StepStatus.QUEUED).update(
+            status=StepStatus.RUNNING, attempt=F("attempt") + 1, worker=worker, lease_token=token,
+            started_at=now, heartbeat_at=now, lease_until=lease_until)
+        if not claimed:
+            return None
+        step: StepRun = StepRun.objects.get(pk=step_id)
+        return step
+
+    def extend_leases(self, leases: Iterable[tuple[int, str]], now: datetime, until: datetime) -> int:
+        """2. Push the leases of running steps still held under these tokens to `until`, in one transaction."""
+        extended = 0
+        with transaction.atomic():
+            for step_id, token in leases:
+                extended += StepRun.objects.filter(pk=step_id, status=StepStatus.RUNNING, lease_token=token).update(
+                    lease_until=until, heartbeat_at=now)
+        return extended
+
+    # --- Reads --------------------------------------------------------------------------------
+
+    def get_step(self, step_id: int) -> StepRun:
+        step: StepRun = StepRun.objects.get(pk=step_id)
+        return step
+
+    def steps_of(self, instance_id: int, statuses: Iterable[str], *, node_types: Iterable[str] | None = None,
+                 exclude_types: Iterable[str] | None = None, parked_only: bool = False) -> list[StepRun]:
+        rows = StepRun.objects.filter(instance_id=instance_id, status__in=list(statuses))
+        if node_types is not None:
+            rows = rows.filter(node_type__in=list(node_types))
+        if exclude_types is not None:
+            rows = rows.exclude(node_type__in=list(exclude_types))
+        if parked_only:
+            rows = rows.filter(due_at__isnull=True)
+        return list(rows.order_by("id"))
+
+    def latest_output(self, instance_id: int, node_id: str) -> dict[str, Any] | None:
+        """`steps.<node>`: the latest succeeded run's output and visit."""
+        row: dict[str, Any] | None = (StepRun.objects.filter(instance_id=instance_id, node_id=node_id,
+                                                             status=StepStatus.SUCCEEDED)
+                                      .order_by("-visit").values("output", "visit").first())
+        return row
+
+    def succeeded_nodes(self, instance_id: int) -> Iterator[str]:
+        return iter(StepRun.objects.filter(instance_id=instance_id, status=StepStatus.SUCCEEDED)
+                    .values_list("node_id", flat=True).distinct())
+
+    def earlier_attempts(self, instance_id: int, node_id: str, visit: int) -> int:
+        total = (StepRun.objects.filter(instance_id=instance_id, node_id=node_id, visit__lt=visit)
+                 .aggregate(total=Sum("attempt"))["total"])
+        return int(total or 0)
+
+    # --- Writing a unit of work -------------------------------------------------------------------
+
+    def apply(self, unit: UnitOfWork) -> None:
+        """Write everything the unit recorded, in the caller's transaction; effects after COMMIT."""
+        inst = unit.instance
+        self._apply_steps(unit)
+        if unit.close_reviews:
+            ReviewItem.objects.filter(instance_id=inst.pk, status="open").update(status="closed",
+                                                                                decided_at=unit.now)
+        for item in unit.new_reviews:
+            item.save(force_insert=True)
+        inst.updated_at = unit.now
+        WorkflowInstance.objects.filter(pk=inst.pk).update(
+            **{name: getattr(inst, name) for name in sorted(unit.instance_fields)})
+        events = [Event(instance_id=inst.pk, seq=e.seq, type=e.type, node_id=e.node_id, step=e.step,
+                        payload=unit.event_payload(e), trace_id=inst.trace_id, created_at=unit.now)
+                  for e in unit.events]
+        Event.objects.bulk_create(events)
+        if unit.checkpoint:
+            state = unit.checkpoint_state()
+            Checkpoint.objects.create(instance_id=inst.pk, seq=inst.event_seq, state=state,
+                                      checksum=Checkpoint.checksum_of(state), created_at=unit.now)
+        self.after_commit(unit)
+
+    def _apply_steps(self, unit: UnitOfWork) -> None:
+        for step in unit.new_steps:
+            step.save(force_insert=True)
+        for change in unit.changes.values():
+            updated = StepRun.objects.filter(pk=change.step.pk, status=change.expect_status).update(**change.fields)
+            if not updated:
+                raise StaleWrite(f"step {change.step.pk} is no longer {change.expect_status}")
+
+    def after_commit(self, unit: UnitOfWork) -> None:
+        jobs = unit.jobs()
+        if jobs:
+            from workflows import dispatch
+
+            self.on_commit(lambda: dispatch.enqueue_steps(jobs))
+        if unit.events:
+            from workflows import live
+
+            inst = unit.instance
+            messages = [message(inst.pk, e.seq, e.type, e.node_id, e.step.pk if e.step is not None else None,
+                                unit.event_payload(e), unit.now) for e in unit.events]
+            self.on_commit(lambda: live.publish(messages))
+
+
+def loads(value: Any) -> Any:
+    """A JSON column as read by a raw cursor: text on SQLite (and on PostgreSQL through Django's
+    connection), already decoded elsewhere."""
+    if isinstance(value, (str, bytes, bytearray)):
+        return json.loads(value)
+    return value

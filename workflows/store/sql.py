@@ -1,0 +1,230 @@
+"""The SQL store: the hot path in hand-written statements (statements.py), one subclass per
+database overriding only its hooks (postgres.py, sqlite.py). Cold paths (operators' reads, review
+items) stay on the ORM it inherits from the reference store.
+
+A finished step costs two round trips on PostgreSQL besides BEGIN/COMMIT: the lock (instance row
+and the step's lease in one SELECT) and one pipeline carrying every write of the unit — step
+updates and inserts, the instance, its events and the checkpoint. Each output and the context are
+serialised once: for the size check, the write and the checkpoint's checksum.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from collections.abc import Iterable, Sequence
+from datetime import datetime
+from typing import Any
+
+from django.db import connection
+
+from workflows.models import StepRun, WorkflowInstance
+from workflows.runtime.unit import UnitOfWork
+from workflows.store import statements as sql
+from workflows.store.orm import OrmStore, StaleWrite, loads, message
+
+CANONICAL = {"sort_keys": True, "separators": (",", ":"), "default": str}
+
+
+def canonical(value: Any) -> str:
+    return json.dumps(value, **CANONICAL)  # type: ignore[arg-type]
+
+
+def compact(value: Any) -> str:
+    return json.dumps(value, separators=(",", ":"), default=str)
+
+
+class SqlStore(OrmStore):
+    """Shared by both databases; the hooks below are what a dialect overrides."""
+
+    name = "sql"
+    placeholder_style = "%s"
+
+    # --- Hooks ----------------------------------------------------------------------------------
+
+    def raw(self) -> Any:
+        """The DB-API connection under Django's (same transaction as the ORM's)."""
+        connection.ensure_connection()
+        return connection.connection
+
+    def text(self, statement: str) -> str:
+        return statement
+
+    def ts(self, value: datetime | None) -> Any:
+        return value
+
+    def read_ts(self, value: Any) -> datetime | None:
+        return value  # type: ignore[no-any-return]
+
+    def read_decimal(self, value: Any) -> Any:
+        return value
+
+    def run_batch(self, batch: list[tuple[str, Sequence[Any]]]) -> list[Any]:
+        """Execute statements in order, in one round trip where the driver can; their cursors."""
+        raise NotImplementedError
+
+    # --- Hydration ------------------------------------------------------------------------------
+
+    def instance_from(self, row: Sequence[Any]) -> WorkflowInstance:
+        values = list(row)
+        for index, column in enumerate(sql.INSTANCE_COLUMNS):
+            if column in sql.INSTANCE_JSON:
+                values[index] = loads(values[index]) if values[index] is not None else None
+        for column in ("deadline", "created_at", "updated_at", "finished_at"):
+            index = sql.INSTANCE_COLUMNS.index(column)
+            values[index] = self.read_ts(values[index])
+        for column in ("cost_usd", "budget_usd"):
+            index = sql.INSTANCE_COLUMNS.index(column)
+            values[index] = self.read_decimal(values[index])
+        instance: WorkflowInstance = WorkflowInstance.from_db(connection.alias, None, values)
+        return instance
+
+    def step_from(self, row: Sequence[Any]) -> StepRun:
+        values = list(row)
+        for index, column in enumerate(sql.STEP_COLUMNS):
+            if column in sql.STEP_JSON:
+                values[index] = loads(values[index]) if values[index] is not None else None
+        for column in ("lease_until", "due_at", "created_at", "started_at", "finished_at", "heartbeat_at"):
+            index = sql.STEP_COLUMNS.index(column)
+            values[index] = self.read_ts(values[index])
+        values[-1] = bool(values[-1])
+        step: StepRun = StepRun.from_db(connection.alias, None, values)
+        return step
+
+    # --- Locks and reads ------------------------------------------------------------------------
+
+    def _one(self, statement: str, params: Sequence[Any]) -> Any:
+        with connection.wrap_database_errors:
+            cursor = self.raw().cursor()
+            cursor.execute(self.text(statement), params)
+            return cursor.fetchone()
+
+    def lock_instance(self, instance_id: int) -> WorkflowInstance:
+        row = self._one(sql.LOCK_INSTANCE, (instance_id,))
+        if row is None:
+            raise WorkflowInstance.DoesNotExist(f"instance {instance_id} does not exist")
+        return self.instance_from(row)
+
+    def lock_for_finish(self, instance_id: int, step_id: int, token: str) -> tuple[WorkflowInstance, bool]:
+        row = self._one(sql.LOCK_FOR_FINISH, (step_id, token, instance_id))
+        if row is None:
+            raise WorkflowInstance.DoesNotExist(f"instance {instance_id} does not exist")
+        return self.instance_from(row[:-1]), bool(row[-1])
+
+    def claim_queued(self, step_id: int, worker: str, token: str, now: datetime,
+                     lease_until: datetime) -> StepRun | None:
+        row = self._one(sql.CLAIM_QUEUED, (worker, token, self.ts(now), self.ts(now), self.ts(lease_until), step_id))
+        return self.step_from(row) if row is not None else None
+
+    def latest_output(self, instance_id: int, node_id: str) -> dict[str, Any] | None:
+        row = self._one(sql.LATEST_OUTPUT, (instance_id, node_id))
+        if row is None:
+            return None
+        return {"output": loads(row[0]) if row[0] is not None else None, "visit": row[1]}
+
+    def publish_started(self, instance: WorkflowInstance, step: StepRun, now: datetime) -> None:
+        """The live view's copy of the step_started event a one-statement claim wrote."""
+        from workflows import live
+
+        payload = {"visit": step.visit, "attempt": step.attempt, "worker": step.worker, "queue": step.queue}
+        live.publish([message(instance.pk, instance.event_seq, "step_started", step.node_id, step.pk, payload, now)])
+
+    # --- Writing a unit of work -------------------------------------------------------------------
+
+    def _json(self, unit: UnitOfWork, value: Any) -> str | None:
+        if value is None:
+            return None
+        known = unit.json_of(value)
+        return known if known is not None else compact(value)
+
+    def _step_values(self, unit: UnitOfWork, step: StepRun) -> list[Any]:
+        return [step.status, step.attempt, self._json(unit, step.input), self._json(unit, step.output),
+                self._json(unit, step.error), self._json(unit, step.usage), step.worker, step.lease_token,
+                self.ts(step.lease_until), self.ts(step.due_at), self.ts(step.started_at),
+                self.ts(step.finished_at), step.degraded]
+
+    def _insert_values(self, unit: UnitOfWork, step: StepRun) -> list[Any]:
+        return [step.instance_id, step.node_id, step.node_type, step.visit, step.attempt, step.status, step.queue,
+                self._json(unit, step.input), self._json(unit, step.output), self._json(unit, step.error),
+                self._json(unit, step.usage), step.worker, step.lease_token, self.ts(step.lease_until),
+                self.ts(step.due_at), step.idempotency_key, step.trace_id, self.ts(step.created_at),
+                self.ts(step.started_at), self.ts(step.finished_at), self.ts(step.heartbeat_at), step.degraded]
+
+    def _step_batch(self, unit: UnitOfWork) -> list[tuple[str, Sequence[Any]]]:
+        batch: list[tuple[str, Sequence[Any]]] = []
+        for change in unit.changes.values():
+            batch.append((sql.UPDATE_STEP, [*self._step_values(unit, change.step), change.step.pk,
+                                            change.expect_status]))
+        for step in unit.new_steps:
+            batch.append((sql.INSERT_STEP, self._insert_values(unit, step)))
+        return batch
+
+    def _check_steps(self, unit: UnitOfWork, cursors: list[Any]) -> None:
+        changes = list(unit.changes.values())
+        for change, cursor in zip(changes, cursors, strict=False):
+            if cursor.rowcount != 1:
+                raise StaleWrite(f"step {change.step.pk} is no longer {change.expect_status}")
+        for step, cursor in zip(unit.new_steps, cursors[len(changes):], strict=False):
+            step.pk = cursor.fetchone()[0]
+            step._state.adding = False
+            step._state.db = connection.alias
+
+    def apply(self, unit: UnitOfWork) -> None:
+        inst = unit.instance
+        inst.updated_at = unit.now
+        batch = self._step_batch(unit)
+        split = len(batch)
+        if unit.new_reviews:
+            # Review items are rare (halts, human tasks) and need their step's id: write the steps
+            # first, then the items through the ORM, then the rest.
+            with connection.wrap_database_errors:
+                self._check_steps(unit, self.run_batch(batch))
+            batch, split = [], 0
+            if unit.close_reviews:
+                self._close_reviews(unit)
+            for item in unit.new_reviews:
+                item.save(force_insert=True)
+        elif unit.close_reviews:
+            batch.append((sql.CLOSE_REVIEWS, (self.ts(unit.now), inst.pk)))
+        context_json = canonical(inst.context)
+        state_json = canonical(inst.state)
+        batch.append((sql.UPDATE_INSTANCE, (
+            inst.status, context_json, state_json, inst.loop_count, inst.max_transitions, self.ts(inst.deadline),
+            inst.open_steps, inst.event_seq, inst.halt_reason, self._json(unit, inst.error), inst.tokens,
+            inst.cost_usd, inst.budget_usd, self.ts(inst.updated_at), self.ts(inst.finished_at), inst.pk)))
+        now = self.ts(unit.now)
+        for event in unit.events:
+            payload = compact(unit.event_payload(event))
+            step = event.step
+            if step is not None and step.pk is None:
+                batch.append((sql.INSERT_EVENT_OF_NEW_STEP, (inst.pk, event.seq, event.type, event.node_id, inst.pk,
+                                                             step.node_id, step.visit, payload, inst.trace_id, now)))
+            else:
+                batch.append((sql.INSERT_EVENT, (inst.pk, event.seq, event.type, event.node_id,
+                                                 step.pk if step is not None else None, payload, inst.trace_id, now)))
+        if unit.checkpoint:
+            text = self._checkpoint_text(unit, context_json, state_json)
+            batch.append((sql.INSERT_CHECKPOINT, (inst.pk, inst.event_seq, text,
+                                                  hashlib.sha256(text.encode()).hexdigest(), now)))
+        with connection.wrap_database_errors:
+            cursors = self.run_batch(batch)
+            if split:
+                self._check_steps(unit, cursors[:split])
+        self.after_commit(unit)
+
+    def _close_reviews(self, unit: UnitOfWork) -> None:
+        with connection.wrap_database_errors:
+            self.run_batch([(sql.CLOSE_REVIEWS, (self.ts(unit.now), unit.instance.pk))])
+
+    @staticmethod
+    def _checkpoint_text(unit: UnitOfWork, context_json: str, state_json: str) -> str:
+        """The checkpoint's canonical JSON, assembled from the parts already serialised: byte for byte
+        what Checkpoint.checksum_of serialises (keys sorted: context, loop_count, open_steps, seq,
+        state, status)."""
+        inst = unit.instance
+        return (f'{{"context":{context_json},"loop_count":{canonical(inst.loop_count)},'
+                f'"open_steps":{canonical(inst.open_steps)},"seq":{canonical(inst.event_seq)},'
+                f'"state":{state_json},"status":{canonical(str(inst.status))}}}')
+
+    def extend_leases(self, leases: Iterable[tuple[int, str]], now: datetime, until: datetime) -> int:
+        raise NotImplementedError

@@ -1,0 +1,93 @@
+"""SQLite: the same statements with `?` placeholders, JSON as text and naive UTC timestamps (as
+Django stores them), run one after another inside Django's IMMEDIATE transaction (SQLite has no
+network round trips; what matters is skipping the ORM's Python)."""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Sequence
+from datetime import UTC, datetime
+from decimal import Decimal
+from functools import lru_cache
+from typing import Any
+
+from django.db import connection, transaction
+from django.utils.dateparse import parse_datetime
+
+from workflows.models import StepRun, WorkflowInstance
+from workflows.store import statements as sql
+from workflows.store.sql import SqlStore
+
+MICRO = Decimal("0.000001")
+
+
+@lru_cache(maxsize=64)
+def _sqlite_text(statement: str) -> str:
+    return sql.for_sqlite(statement)
+
+
+class SqliteStore(SqlStore):
+    name = "sqlite"
+
+    def text(self, statement: str) -> str:
+        return _sqlite_text(statement)
+
+    def ts(self, value: datetime | None) -> Any:
+        if value is None:
+            return None
+        if value.tzinfo is not None:
+            value = value.astimezone(UTC).replace(tzinfo=None)
+        return value.isoformat(" ")
+
+    def read_ts(self, value: Any) -> datetime | None:
+        if value is None:
+            return None
+        if isinstance(value, str):
+            value = parse_datetime(value)
+        assert isinstance(value, datetime)
+        return value.replace(tzinfo=UTC) if value.tzinfo is None else value
+
+    def read_decimal(self, value: Any) -> Any:
+        if value is None:
+            return None
+        return Decimal(str(value)).quantize(MICRO)
+
+    def run_batch(self, batch: list[tuple[str, Sequence[Any]]]) -> list[Any]:
+        conn = self.raw()
+        cursors = []
+        for statement, params in batch:
+            cursor = conn.cursor()
+            cursor.execute(self.text(statement), [str(p) if isinstance(p, Decimal) else p for p in params])
+            cursors.append(cursor)
+        return cursors
+
+    def claim_started(self, step_id: int, worker: str, token: str, now: datetime,
+                      lease_until: datetime) -> tuple[StepRun, WorkflowInstance] | None:
+        at = self.ts(now)
+        with transaction.atomic():
+            row = self._one(sql.SQLITE_CLAIM_STARTED, (worker, token, at, at, self.ts(lease_until), step_id, at))
+            if row is None:
+                return None
+            step = self.step_from(row)
+            instance = self.instance_from(self._one(sql.SQLITE_BUMP_SEQ, (at, step.instance_id)))
+            payload = sql_payload(step)
+            self.run_batch([(sql.INSERT_EVENT, (instance.pk, instance.event_seq, "step_started", step.node_id,
+                                                step.pk, payload, instance.trace_id, at))])
+        self.publish_started(instance, step, now)
+        return step, instance
+
+    def extend_leases(self, leases: Iterable[tuple[int, str]], now: datetime, until: datetime) -> int:
+        held = list(leases)
+        if not held:
+            return 0
+        extended = 0
+        with transaction.atomic(), connection.wrap_database_errors:
+            for cursor in self.run_batch([(sql.EXTEND_LEASE, (self.ts(until), self.ts(now), pk, token))
+                                          for pk, token in held]):
+                extended += cursor.rowcount
+        return extended
+
+
+def sql_payload(step: StepRun) -> str:
+    from workflows.store.sql import compact
+
+    return compact({"visit": step.visit, "attempt": step.attempt, "worker": step.worker, "queue": step.queue})

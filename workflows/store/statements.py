@@ -1,0 +1,181 @@
+"""Every statement the SQL stores send, by name, with its parameters in order.
+
+Written for PostgreSQL with `%s` placeholders; `for_sqlite()` gives the SQLite text of the ones both
+databases share (placeholders `?`, no `::jsonb` casts). Column lists follow the models' field
+order, so a row hydrates a model positionally (tests/store/test_statements.py checks them against
+the models, so a migration cannot silently shift them).
+"""
+
+from __future__ import annotations
+
+INSTANCE = "workflows_workflowinstance"
+STEP = "workflows_steprun"
+EVENT = "workflows_event"
+CHECKPOINT = "workflows_checkpoint"
+REVIEW = "workflows_reviewitem"
+
+INSTANCE_COLUMNS = (
+    "id", "version_id", "status", "input", "context", "state", "loop_count", "max_transitions", "deadline",
+    "open_steps", "event_seq", "trace_id", "idempotency_key", "halt_reason", "error", "tokens", "cost_usd",
+    "budget_usd", "created_by_id", "created_at", "updated_at", "finished_at",
+)
+STEP_COLUMNS = (
+    "id", "instance_id", "node_id", "node_type", "visit", "attempt", "status", "queue", "input", "output",
+    "error", "usage", "worker", "lease_token", "lease_until", "due_at", "idempotency_key", "trace_id",
+    "created_at", "started_at", "finished_at", "heartbeat_at", "degraded",
+)
+# JSON columns, by position in the lists above (hydration decodes them).
+INSTANCE_JSON = frozenset({"input", "context", "state", "error"})
+STEP_JSON = frozenset({"input", "output", "error", "usage"})
+
+
+def _cols(prefix: str, columns: tuple[str, ...]) -> str:
+    return ", ".join(f"{prefix}.{c}" for c in columns)
+
+
+# -- Reads under the instance lock ----------------------------------------------------------------
+
+LOCK_INSTANCE = f"SELECT {', '.join(INSTANCE_COLUMNS)} FROM {INSTANCE} WHERE id = %s FOR UPDATE"
+"""Lock one instance for a transition. Params: instance id."""
+
+LOCK_FOR_FINISH = (
+    f"SELECT {_cols('i', INSTANCE_COLUMNS)}, EXISTS (SELECT 1 FROM {STEP} s WHERE s.id = %s "
+    f"AND s.status = 'running' AND s.lease_token = %s) FROM {INSTANCE} i WHERE i.id = %s FOR UPDATE OF i"
+)
+"""Lock the instance and check the lease of the step whose outcome commits, in one round trip.
+Params: step id, lease token, instance id. The last column is true while the lease holds."""
+
+# -- Claims and leases --------------------------------------------------------------------------
+
+CLAIM_QUEUED = (
+    f"UPDATE {STEP} SET status = 'running', attempt = attempt + 1, worker = %s, lease_token = %s, "
+    f"started_at = %s, heartbeat_at = %s, lease_until = %s WHERE id = %s AND status = 'queued' "
+    f"RETURNING {', '.join(STEP_COLUMNS)}"
+)
+"""Claim a queued step (the general path). Params: worker, token, now, now, lease until, step id."""
+
+# One statement for the common claim: lock the instance (first: the lock order of every
+# transition), claim the step if the instance may run it and has not passed its deadline, bump the
+# instance's event sequence and write the step_started event. No row: take the general path.
+PG_CLAIM_STARTED = f"""
+WITH locked AS (
+    SELECT id, status, deadline FROM {INSTANCE}
+    WHERE id = (SELECT instance_id FROM {STEP} WHERE id = %s) FOR UPDATE),
+claimed AS (
+    UPDATE {STEP} AS s SET status = 'running', attempt = s.attempt + 1, worker = %s, lease_token = %s,
+        started_at = %s, heartbeat_at = %s, lease_until = %s
+    FROM locked
+    WHERE s.id = %s AND s.status = 'queued' AND s.instance_id = locked.id
+      AND (locked.deadline IS NULL OR locked.deadline >= %s)
+      AND CASE WHEN substr(s.node_id, 1, 11) = 'compensate:' THEN locked.status = 'compensating'
+               ELSE locked.status IN ('pending', 'running', 'waiting') END
+    RETURNING s.*),
+bumped AS (
+    UPDATE {INSTANCE} AS i SET event_seq = i.event_seq + 1, updated_at = %s
+    FROM claimed WHERE i.id = claimed.instance_id
+    RETURNING i.*),
+logged AS (
+    INSERT INTO {EVENT} (instance_id, seq, type, node_id, step_id, payload, trace_id, created_at)
+    SELECT bumped.id, bumped.event_seq, 'step_started', claimed.node_id, claimed.id,
+        jsonb_build_object('visit', claimed.visit, 'attempt', claimed.attempt, 'worker', claimed.worker,
+                           'queue', claimed.queue),
+        bumped.trace_id, %s
+    FROM claimed, bumped)
+SELECT {_cols('bumped', INSTANCE_COLUMNS)}, {_cols('claimed', STEP_COLUMNS)} FROM bumped, claimed
+"""
+"""Params: step id, worker, token, now, now, lease until, step id, now, now, now."""
+
+SQLITE_CLAIM_STARTED = (
+    f"UPDATE {STEP} SET status = 'running', attempt = attempt + 1, worker = %s, lease_token = %s, "
+    f"started_at = %s, heartbeat_at = %s, lease_until = %s "
+    f"WHERE id = %s AND status = 'queued' AND EXISTS (SELECT 1 FROM {INSTANCE} i "
+    f"WHERE i.id = {STEP}.instance_id AND (i.deadline IS NULL OR i.deadline >= %s) "
+    f"AND CASE WHEN substr({STEP}.node_id, 1, 11) = 'compensate:' THEN i.status = 'compensating' "
+    f"ELSE i.status IN ('pending', 'running', 'waiting') END) "
+    f"RETURNING {', '.join(STEP_COLUMNS)}"
+)
+"""SQLite's claim, first of three statements in one IMMEDIATE transaction (the database is locked
+for writes, so no row lock is needed). Params: worker, token, now, now, lease until, step id, now."""
+
+SQLITE_BUMP_SEQ = (
+    f"UPDATE {INSTANCE} SET event_seq = event_seq + 1, updated_at = %s WHERE id = %s "
+    f"RETURNING {', '.join(INSTANCE_COLUMNS)}"
+)
+"""Params: now, instance id."""
+
+PG_EXTEND_LEASES = (
+    f"UPDATE {STEP} AS s SET lease_until = %s, heartbeat_at = %s "
+    f"FROM unnest(%s::bigint[], %s::text[]) AS held(id, token) "
+    f"WHERE s.id = held.id AND s.lease_token = held.token AND s.status = 'running'"
+)
+"""Every lease a worker holds, extended in one statement. Params: until, now, step ids, tokens."""
+
+EXTEND_LEASE = (
+    f"UPDATE {STEP} SET lease_until = %s, heartbeat_at = %s "
+    f"WHERE id = %s AND lease_token = %s AND status = 'running'"
+)
+"""One lease (SQLite runs it for each in one transaction). Params: until, now, step id, token."""
+
+LATEST_OUTPUT = (
+    f"SELECT output, visit FROM {STEP} WHERE instance_id = %s AND node_id = %s AND status = 'succeeded' "
+    f"ORDER BY visit DESC LIMIT 1"
+)
+"""`steps.<node>` in templates and conditions. Params: instance id, node id."""
+
+# -- Writing a unit of work -------------------------------------------------------------------
+
+UPDATE_STEP = (
+    f"UPDATE {STEP} SET status = %s, attempt = %s, input = %s::jsonb, output = %s::jsonb, error = %s::jsonb, "
+    f"usage = %s::jsonb, worker = %s, lease_token = %s, lease_until = %s, due_at = %s, started_at = %s, "
+    f"finished_at = %s, degraded = %s WHERE id = %s AND status = %s"
+)
+"""A step as the runtime decided it, conditional on the status it was decided from.
+Params: status, attempt, input, output, error, usage, worker, lease token, lease until, due at,
+started at, finished at, degraded, step id, expected status."""
+
+_STEP_INSERTED = STEP_COLUMNS[1:]
+INSERT_STEP = (
+    f"INSERT INTO {STEP} ({', '.join(_STEP_INSERTED)}) VALUES "
+    f"(%s, %s, %s, %s, %s, %s, %s, %s::jsonb, %s::jsonb, %s::jsonb, %s::jsonb, %s, %s, %s, %s, %s, %s, "
+    f"%s, %s, %s, %s, %s) RETURNING id"
+)
+"""A new step. Params: the columns of STEP_COLUMNS after id, in order."""
+
+UPDATE_INSTANCE = (
+    f"UPDATE {INSTANCE} SET status = %s, context = %s::jsonb, state = %s::jsonb, loop_count = %s, "
+    f"max_transitions = %s, deadline = %s, open_steps = %s, event_seq = %s, halt_reason = %s, "
+    f"error = %s::jsonb, tokens = %s, cost_usd = %s, budget_usd = %s, updated_at = %s, finished_at = %s "
+    f"WHERE id = %s"
+)
+"""The instance as the transition left it. Params: status, context, state, loop count, max
+transitions, deadline, open steps, event seq, halt reason, error, tokens, cost, budget, updated at,
+finished at, instance id."""
+
+INSERT_EVENT = (
+    f"INSERT INTO {EVENT} (instance_id, seq, type, node_id, step_id, payload, trace_id, created_at) "
+    f"VALUES (%s, %s, %s, %s, %s, %s::jsonb, %s, %s)"
+)
+"""Params: instance id, seq, type, node id, step id (or NULL), payload, trace id, created at."""
+
+INSERT_EVENT_OF_NEW_STEP = (
+    f"INSERT INTO {EVENT} (instance_id, seq, type, node_id, step_id, payload, trace_id, created_at) "
+    f"VALUES (%s, %s, %s, %s, (SELECT id FROM {STEP} WHERE instance_id = %s AND node_id = %s AND visit = %s), "
+    f"%s::jsonb, %s, %s)"
+)
+"""An event of a step inserted earlier in the same batch, found by its unique (instance, node, visit)
+so the batch needs no round trip for the new id. Params: instance id, seq, type, node id, instance
+id, step node id, step visit, payload, trace id, created at."""
+
+INSERT_CHECKPOINT = (
+    f"INSERT INTO {CHECKPOINT} (instance_id, seq, state, checksum, created_at) VALUES (%s, %s, %s::jsonb, %s, %s)"
+)
+"""Params: instance id, seq, state, checksum, created at."""
+
+CLOSE_REVIEWS = f"UPDATE {REVIEW} SET status = 'closed', decided_at = %s WHERE instance_id = %s AND status = 'open'"
+"""Nothing is left to decide on an instance that ended. Params: now, instance id."""
+
+
+def for_sqlite(statement: str) -> str:
+    """The SQLite text of a shared statement: `?` placeholders, JSON as text (no casts)."""
+    return statement.replace("::jsonb", "").replace("%s", "?").replace(" FOR UPDATE OF i", "").replace(
+        " FOR UPDATE", "")
