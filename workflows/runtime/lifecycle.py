@@ -121,8 +121,9 @@ def claim_step(step_id: int, worker: str, now: datetime | None = None) -> Claim 
                 return None
     graph = graph_for_version(instance.version_id)
     node = node_for_step(graph, step.node_id)
+    # The instance as this claim committed it: the outcome may be written against it directly.
     return Claim(step=step, instance=instance, graph=graph, node=node, kind=get_kind(node.type), token=token,
-                 worker=worker)
+                 worker=worker, fresh=True)
 
 
 def _started(store: Any, step: StepRun, instance: WorkflowInstance, worker: str, now: datetime) -> bool:
@@ -200,26 +201,30 @@ def finish_step(claim: Claim, outcome: Outcome, *, allow_inline: bool = False,
             output_json = check_payload(f"output of step {claim.node.id}", outcome.result.output)
         except PayloadTooLarge as exc:
             outcome = Outcome(error=exc)
-    store = stores.get_store()
-    # The decision changes the claimed step in memory; a commit that fails (and is tried again on a
-    # new connection) must start from the step as claimed.
+    # The decision changes the claimed step in memory; a decision made again (the store lost a
+    # race, or the commit is tried again on a new connection) starts from the step as claimed.
     as_claimed = dict(claim.step.__dict__)
+
+    def decide(instance: WorkflowInstance) -> tuple[UnitOfWork, Claim | None]:
+        claim.step.__dict__.update(as_claimed)
+        uow = UnitOfWork(instance, claim.graph, now)
+        if output_json is not None and outcome.result is not None:
+            uow.remember_json(outcome.result.output, output_json)
+        return uow, _decide_outcome(uow, claim.step, claim, outcome, allow_inline)
+
     try:
-        with store.atomic():
-            instance, held = store.lock_for_finish(claim.instance.pk, claim.step.pk, claim.token)
-            if not held:
-                # Our lease was taken over (or the step was cancelled): the outcome must not commit.
-                log.warning("step %s: lease lost, outcome discarded", claim.step.pk)
-                return None
-            uow = UnitOfWork(instance, claim.graph, now)
-            if output_json is not None and outcome.result is not None:
-                uow.remember_json(outcome.result.output, output_json)
-            inline = _decide_outcome(uow, claim.step, claim, outcome, allow_inline)
-            store.apply(uow)
+        held, inline = stores.get_store().finish(claim.instance.pk, claim.step.pk, claim.token, decide,
+                                                 fresh=claim.instance if claim.fresh else None)
     except BaseException:
         claim.step.__dict__.update(as_claimed)
         raise
-    return inline
+    if not held:
+        # Our lease was taken over (or the step was cancelled): the outcome must not commit.
+        claim.step.__dict__.update(as_claimed)
+        log.warning("step %s: lease lost, outcome discarded", claim.step.pk)
+        return None
+    result: Claim | None = inline
+    return result
 
 
 def _decide_outcome(uow: UnitOfWork, step: StepRun, claim: Claim, outcome: Outcome,

@@ -29,6 +29,10 @@ class Claim:
     worker: str
     call: StepCall | None = None
     timings: dict[str, float] = field(default_factory=dict)
+    # True when `instance` is the instance as this worker's own last commit left it (the claim, or
+    # the commit that created this inline step): a store may write the outcome against it without
+    # taking the lock first, guarded by its event seq.
+    fresh: bool = False
 
 
 @dataclass

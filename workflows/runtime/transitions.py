@@ -185,7 +185,8 @@ def activate(uow: UnitOfWork, nodes: list[str], *, inline_queue: str | None = No
         step = new_step(uow, node_id, claim_for=worker if claim_inline else None, token=token)
         uow.set_instance(open_steps=inst.open_steps + 1)
         if claim_inline:
-            inline = Claim(step=step, instance=inst, graph=graph, node=node, kind=kind, token=token, worker=worker)
+            inline = Claim(step=step, instance=inst, graph=graph, node=node, kind=kind, token=token, worker=worker,
+                           fresh=True)
     uow.set_instance(state=state)
 
     if inst.open_steps == 0:

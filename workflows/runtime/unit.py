@@ -42,7 +42,9 @@ class PendingEvent:
 class StepChange:
     step: StepRun
     fields: dict[str, Any]
-    expect_status: str  # the status the runtime decided on: the UPDATE is conditional on it
+    # The status and lease token the runtime decided on: the UPDATE is conditional on both.
+    expect_status: str
+    expect_token: str
 
 
 @dataclass
@@ -61,6 +63,13 @@ class UnitOfWork:
     # JSON text already made for a value (by the payload size check), by id() of the value: a
     # store writes it instead of serialising the value again.
     known_json: dict[int, tuple[Any, str]] = field(default_factory=dict)
+    # The event_seq the instance had when the runtime read it: a store may write the unit without
+    # holding the lock while it decided, guarded by this (every transition moves the sequence).
+    loaded_seq: int = -1
+
+    def __post_init__(self) -> None:
+        if self.loaded_seq < 0:
+            self.loaded_seq = self.instance.event_seq
 
     # --- Recording ------------------------------------------------------------------------------
 
@@ -93,7 +102,7 @@ class UnitOfWork:
             return
         change = self.changes.get(id(step))
         if change is None:
-            change = self.changes[id(step)] = StepChange(step, {}, str(step.status))
+            change = self.changes[id(step)] = StepChange(step, {}, str(step.status), step.lease_token)
         change.fields.update(fields)
         for name, value in fields.items():
             setattr(step, name, value)

@@ -30,6 +30,9 @@ def message(instance_id: int, seq: int, type_: str, node_id: str, step_id: int |
             "payload": payload, "at": at.isoformat()}
 
 
+STALE_RETRIES = 3
+
+
 class OrmStore:
     """All SQL goes through the ORM; every method runs inside the caller's transaction when there is one."""
 
@@ -128,6 +131,30 @@ class OrmStore:
         total = (StepRun.objects.filter(instance_id=instance_id, node_id=node_id, visit__lt=visit)
                  .aggregate(total=Sum("attempt"))["total"])
         return int(total or 0)
+
+    # --- Committing a step's outcome -------------------------------------------------------------
+
+    def finish(self, instance_id: int, step_id: int, token: str,
+               decide: Callable[[WorkflowInstance], tuple[UnitOfWork, Any]], *,
+               fresh: WorkflowInstance | None = None) -> tuple[bool, Any]:
+        """Lock the instance, check the step's lease, let `decide` record the outcome, write it.
+        Returns (False, None) when the lease no longer holds (nothing is written), else (True, what
+        `decide` returned). `fresh` is the instance as this worker last committed it; a store may
+        write against it without taking the lock first (see postgres.py); this one always locks.
+        A unit whose conditional step writes lost a race is decided again, a few times."""
+        for attempt in range(STALE_RETRIES):
+            try:
+                with self.atomic():
+                    instance, held = self.lock_for_finish(instance_id, step_id, token)
+                    if not held:
+                        return False, None
+                    unit, result = decide(instance)
+                    self.apply(unit)
+                return True, result
+            except StaleWrite:
+                if attempt == STALE_RETRIES - 1:
+                    raise
+        raise AssertionError("unreachable")
 
     # --- Writing a unit of work -------------------------------------------------------------------
 

@@ -150,11 +150,18 @@ class SqlStore(OrmStore):
                 self.ts(step.due_at), step.idempotency_key, step.trace_id, self.ts(step.created_at),
                 self.ts(step.started_at), self.ts(step.finished_at), self.ts(step.heartbeat_at), step.degraded]
 
+    # Dialect hooks for the write batch: PostgreSQL's guarded forms fail the statement itself.
+    update_step = sql.UPDATE_STEP
+    update_instance = sql.UPDATE_INSTANCE
+
+    def instance_guard(self, unit: UnitOfWork) -> tuple[Any, ...]:
+        return ()
+
     def _step_batch(self, unit: UnitOfWork) -> list[tuple[str, Sequence[Any]]]:
         batch: list[tuple[str, Sequence[Any]]] = []
         for change in unit.changes.values():
-            batch.append((sql.UPDATE_STEP, [*self._step_values(unit, change.step), change.step.pk,
-                                            change.expect_status]))
+            batch.append((self.update_step, [*self._step_values(unit, change.step), change.step.pk,
+                                             change.expect_status, change.expect_token]))
         for step in unit.new_steps:
             batch.append((sql.INSERT_STEP, self._insert_values(unit, step)))
         return batch
@@ -162,37 +169,30 @@ class SqlStore(OrmStore):
     def _check_steps(self, unit: UnitOfWork, cursors: list[Any]) -> None:
         changes = list(unit.changes.values())
         for change, cursor in zip(changes, cursors, strict=False):
-            if cursor.rowcount != 1:
+            if cursor.rowcount == 0:
                 raise StaleWrite(f"step {change.step.pk} is no longer {change.expect_status}")
         for step, cursor in zip(unit.new_steps, cursors[len(changes):], strict=False):
             step.pk = cursor.fetchone()[0]
             step._state.adding = False
             step._state.db = connection.alias
 
-    def apply(self, unit: UnitOfWork) -> None:
+    def unit_batch(self, unit: UnitOfWork) -> tuple[list[tuple[str, Sequence[Any]]], int]:
+        """The statements that write a unit (the instance first: its lock comes before any step's),
+        and how many of them, after the first, are its step writes (checked once they ran)."""
         inst = unit.instance
         inst.updated_at = unit.now
-        batch = self._step_batch(unit)
-        split = len(batch)
-        if unit.new_reviews:
-            # Review items are rare (halts, human tasks) and need their step's id: write the steps
-            # first, then the items through the ORM, then the rest.
-            with connection.wrap_database_errors:
-                self._check_steps(unit, self.run_batch(batch))
-            batch, split = [], 0
-            if unit.close_reviews:
-                self._close_reviews(unit)
-            for item in unit.new_reviews:
-                item.save(force_insert=True)
-        elif unit.close_reviews:
-            batch.append((sql.CLOSE_REVIEWS, (self.ts(unit.now), inst.pk)))
         context_json = canonical(inst.context)
         state_json = canonical(inst.state)
-        batch.append((sql.UPDATE_INSTANCE, (
+        batch: list[tuple[str, Sequence[Any]]] = [(self.update_instance, (
             inst.status, context_json, state_json, inst.loop_count, inst.max_transitions, self.ts(inst.deadline),
             inst.open_steps, inst.event_seq, inst.halt_reason, self._json(unit, inst.error), inst.tokens,
-            inst.cost_usd, inst.budget_usd, self.ts(inst.updated_at), self.ts(inst.finished_at), inst.pk)))
+            inst.cost_usd, inst.budget_usd, self.ts(inst.updated_at), self.ts(inst.finished_at), inst.pk,
+            *self.instance_guard(unit)))]
+        steps = self._step_batch(unit)
+        batch += steps
         now = self.ts(unit.now)
+        if unit.close_reviews:
+            batch.append((sql.CLOSE_REVIEWS, (now, inst.pk)))
         for event in unit.events:
             payload = compact(unit.event_payload(event))
             step = event.step
@@ -206,15 +206,27 @@ class SqlStore(OrmStore):
             text = self._checkpoint_text(unit, context_json, state_json)
             batch.append((sql.INSERT_CHECKPOINT, (inst.pk, inst.event_seq, text,
                                                   hashlib.sha256(text.encode()).hexdigest(), now)))
+        return batch, len(steps)
+
+    def apply(self, unit: UnitOfWork) -> None:
+        if unit.new_reviews:
+            # Review items are rare (halts, human tasks) and need their step's id, and their own id
+            # goes into an event: write the steps first, the items through the ORM, then the rest.
+            with connection.wrap_database_errors:
+                if unit.close_reviews:
+                    # Only the items open before this transition close (as in the reference store).
+                    self.run_batch([(sql.CLOSE_REVIEWS, (self.ts(unit.now), unit.instance.pk))])
+                    unit.close_reviews = False
+                self._check_steps(unit, self.run_batch(self._step_batch(unit)))
+            unit.changes.clear()
+            unit.new_steps.clear()
+            for item in unit.new_reviews:
+                item.save(force_insert=True)
+        batch, steps = self.unit_batch(unit)
         with connection.wrap_database_errors:
             cursors = self.run_batch(batch)
-            if split:
-                self._check_steps(unit, cursors[:split])
+            self._check_steps(unit, cursors[1:1 + steps])
         self.after_commit(unit)
-
-    def _close_reviews(self, unit: UnitOfWork) -> None:
-        with connection.wrap_database_errors:
-            self.run_batch([(sql.CLOSE_REVIEWS, (self.ts(unit.now), unit.instance.pk))])
 
     @staticmethod
     def _checkpoint_text(unit: UnitOfWork, context_json: str, state_json: str) -> str:

@@ -127,11 +127,22 @@ LATEST_OUTPUT = (
 UPDATE_STEP = (
     f"UPDATE {STEP} SET status = %s, attempt = %s, input = %s::jsonb, output = %s::jsonb, error = %s::jsonb, "
     f"usage = %s::jsonb, worker = %s, lease_token = %s, lease_until = %s, due_at = %s, started_at = %s, "
-    f"finished_at = %s, degraded = %s WHERE id = %s AND status = %s"
+    f"finished_at = %s, degraded = %s WHERE id = %s AND status = %s AND lease_token = %s"
 )
-"""A step as the runtime decided it, conditional on the status it was decided from.
+"""A step as the runtime decided it, conditional on the status and lease token it was decided from.
 Params: status, attempt, input, output, error, usage, worker, lease token, lease until, due at,
-started at, finished at, degraded, step id, expected status."""
+started at, finished at, degraded, step id, expected status, expected lease token."""
+
+
+def guarded(update: str) -> str:
+    """PostgreSQL: an UPDATE that must change exactly one row, else the statement fails (division by
+    zero) and with it the transaction. In a pipelined batch that ends in COMMIT, a later check of the
+    row count would come too late; this aborts the batch at the guard."""
+    return f"WITH changed AS ({update} RETURNING 1) SELECT 1 / count(*) FROM changed"
+
+
+PG_UPDATE_STEP = guarded(UPDATE_STEP)
+"""UPDATE_STEP, failing when the step moved on. Same params."""
 
 _STEP_INSERTED = STEP_COLUMNS[1:]
 INSERT_STEP = (
@@ -150,6 +161,11 @@ UPDATE_INSTANCE = (
 """The instance as the transition left it. Params: status, context, state, loop count, max
 transitions, deadline, open steps, event seq, halt reason, error, tokens, cost, budget, updated at,
 finished at, instance id."""
+
+PG_UPDATE_INSTANCE = guarded(UPDATE_INSTANCE + " AND event_seq = %s")
+"""UPDATE_INSTANCE, failing unless the instance is still at the event seq the runtime read: first in
+a transition written without the lock held while deciding, it takes the row lock and proves that
+nothing changed the instance meanwhile. Params: those of UPDATE_INSTANCE, then the expected seq."""
 
 INSERT_EVENT = (
     f"INSERT INTO {EVENT} (instance_id, seq, type, node_id, step_id, payload, trace_id, created_at) "
