@@ -210,7 +210,10 @@ def finish_step(claim: Claim, outcome: Outcome, *, allow_inline: bool = False,
         uow = UnitOfWork(instance, claim.graph, now)
         if output_json is not None and outcome.result is not None:
             uow.remember_json(outcome.result.output, output_json)
-        return uow, _decide_outcome(uow, claim.step, claim, outcome, allow_inline)
+        inline = _decide_outcome(uow, claim.step, claim, outcome, allow_inline)
+        if claim.graph.settings.max_concurrency:
+            tx.release_throttled(uow)
+        return uow, inline
 
     try:
         held, inline = stores.get_store().finish(claim.instance.pk, claim.step.pk, claim.token, decide,

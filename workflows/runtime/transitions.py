@@ -34,6 +34,8 @@ from workflows.runtime.config import (
 from workflows.runtime.records import Claim, StepOutputs
 from workflows.runtime.unit import UnitOfWork
 
+# Steps that count against max_concurrency.
+ACTIVE = (StepStatus.QUEUED, StepStatus.RUNNING, StepStatus.RETRYING)
 _SECRET_HEADER_WORDS = ("authorization", "key", "token", "secret", "password", "cookie")
 
 
@@ -68,7 +70,7 @@ def redacted_input(claim: Claim) -> dict[str, Any] | None:
 # --- New steps ------------------------------------------------------------------------------------
 
 def new_step(uow: UnitOfWork, node_id: str, *, claim_for: str | None = None, token: str = "",
-             park: bool = False) -> StepRun:
+             park: bool = False, throttled: bool = False) -> StepRun:
     """Activate a node: a new visit, queued (or already claimed by this worker for inline running)."""
     node = uow.graph.nodes[node_id]
     kind = get_kind(node.type)
@@ -102,6 +104,8 @@ def new_step(uow: UnitOfWork, node_id: str, *, claim_for: str | None = None, tok
     uow.add_step(step)
     if kind.structural:
         uow.event("step_succeeded", node_id, step, visit=visit, structural=True)
+    elif throttled:
+        uow.event("step_pending", node_id, step, visit=visit, throttled=True)
     elif park:
         uow.event("step_pending", node_id, step, visit=visit)
     elif claim_for:
@@ -168,6 +172,8 @@ def activate(uow: UnitOfWork, nodes: list[str], *, inline_queue: str | None = No
 
     inline: Claim | None = None
     candidates = [n for n in nodes if not get_kind(graph.nodes[n].type).structural]
+    limit = graph.settings.max_concurrency
+    active = len(steps_of(uow, ACTIVE)) if limit else 0
     for node_id in nodes:
         node = graph.nodes[node_id]
         kind = get_kind(node.type)
@@ -179,6 +185,13 @@ def activate(uow: UnitOfWork, nodes: list[str], *, inline_queue: str | None = No
         if kind.awaits_person:
             open_human_task(uow, node)
             continue
+        if limit and active >= limit:
+            # max_concurrency: the step waits (pending, no due time) until a running one finishes.
+            held = new_step(uow, node_id, park=True, throttled=True)
+            state.setdefault("throttled", []).append([node_id, held.visit])
+            uow.set_instance(open_steps=inst.open_steps + 1)
+            continue
+        active += 1
         claim_inline = (inline_queue is not None and len(candidates) == 1 and not kind.is_async
                         and queue_for(node, kind) == inline_queue)
         token = secrets.token_hex(8) if claim_inline else ""
@@ -197,6 +210,29 @@ def activate(uow: UnitOfWork, nodes: list[str], *, inline_queue: str | None = No
                 "message": f"node '{after}' finished and no path leads on: none of its outgoing "
                            "conditions held and no other step is running", "node": after})
     return inline
+
+
+def release_throttled(uow: UnitOfWork) -> None:
+    """max_concurrency: queue the steps held back, oldest first, while fewer than the limit are active."""
+    inst = uow.instance
+    held = inst.state.get("throttled")
+    limit = uow.graph.settings.max_concurrency
+    if not held or not limit or inst.status not in (InstanceStatus.RUNNING, InstanceStatus.WAITING):
+        return
+    active = len(steps_of(uow, ACTIVE))
+    if active >= limit:
+        return
+    waiting = {(s.node_id, s.visit): s for s in steps_of(uow, [StepStatus.PENDING], parked_only=True)}
+    while held and active < limit:
+        node_id, visit = held.pop(0)
+        step = waiting.get((node_id, visit))
+        if step is None:
+            continue  # cancelled or rerouted meanwhile
+        uow.update_step(step, status=StepStatus.QUEUED, due_at=uow.now)
+        uow.event("step_queued", step.node_id, step, visit=step.visit, queue=step.queue, throttled=True)
+        uow.dispatch(step)
+        active += 1
+    uow.set_instance(state=inst.state)
 
 
 def open_human_task(uow: UnitOfWork, node: Node) -> None:
@@ -301,6 +337,8 @@ def cancel_open_steps(uow: UnitOfWork, reason: str) -> None:
     for step in steps_of(uow, STEP_OPEN):
         uow.update_step(step, status=StepStatus.CANCELLED, finished_at=uow.now, lease_token="", lease_until=None)
         uow.event("step_cancelled", step.node_id, step, reason=reason)
+    if uow.instance.state.pop("throttled", None) is not None:
+        uow.set_instance(state=uow.instance.state)
     uow.set_instance(open_steps=0)
 
 
@@ -350,7 +388,9 @@ def resume(uow: UnitOfWork, *, goto: str | None = None, note: str = "") -> None:
     inst = uow.instance
     state = inst.state
     held = list(state.pop("resume", {}).get("activate", []))
-    parked = steps_of(uow, [StepStatus.PENDING], exclude_types=person_kinds(), parked_only=True)
+    throttled = {(node_id, visit) for node_id, visit in state.get("throttled", [])}
+    parked = [step for step in steps_of(uow, [StepStatus.PENDING], exclude_types=person_kinds(), parked_only=True)
+              if (step.node_id, step.visit) not in throttled]
     if goto is not None:
         for step in parked:
             uow.update_step(step, status=StepStatus.CANCELLED, finished_at=uow.now)
@@ -377,6 +417,7 @@ def resume(uow: UnitOfWork, *, goto: str | None = None, note: str = "") -> None:
     uow.event("instance_resumed", goto=goto, activate=held, unparked=[s.node_id for s in parked] if not goto else [],
               note=note)
     activate(uow, held, after=goto or "")
+    release_throttled(uow)
 
 
 def expire(uow: UnitOfWork) -> None:

@@ -1,0 +1,80 @@
+"""max_concurrency: a per-instance limit on the steps queued, running or retrying at once.
+
+In-process: jobs are captured instead of enqueued, and run one at a time here, so what the limit
+lets out is counted exactly after each commit."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+
+import tests.workflows.functions  # noqa: F401 - registers tests.echo
+from tests.workflows.support import edge, py
+from workflows import dispatch, runtime
+from workflows.models import StepRun
+
+FAN = ["b1", "b2", "b3", "b4", "b5"]
+
+
+def fan_out(limit: int | None) -> dict[str, Any]:
+    nodes = [{"id": "start", "type": "start"}, *[py(b, "tests.echo") for b in FAN], py("join", "tests.echo"),
+             {"id": "end", "type": "end"}]
+    edges = [edge("start", b) for b in FAN] + [edge(b, "join") for b in FAN] + [edge("join", "end")]
+    graph: dict[str, Any] = {"nodes": nodes, "edges": edges}
+    if limit:
+        graph["settings"] = {"max_concurrency": limit}
+    return graph
+
+
+@pytest.fixture
+def jobs(monkeypatch: pytest.MonkeyPatch) -> list[tuple[int, str]]:
+    sent: list[tuple[int, str]] = []
+
+    def capture(items: list[tuple[int, str]]) -> int:
+        sent.extend(items)
+        return len(items)
+
+    monkeypatch.setattr(dispatch, "enqueue_steps", capture)
+    return sent
+
+
+def active(instance_id: int) -> int:
+    return StepRun.objects.filter(instance_id=instance_id, status__in=("queued", "running", "retrying")).count()
+
+
+@pytest.mark.django_db(transaction=True)
+@pytest.mark.parametrize("store", ["orm", "sql"])
+def test_at_most_max_concurrency_steps_are_active(make_version, jobs, settings, store):
+    settings.STEADYFLOW = {**settings.STEADYFLOW, "STORE": store}
+    instance = runtime.start_instance(make_version(fan_out(2)), {})
+    assert len(jobs) == 2 and active(instance.pk) == 2
+    held = StepRun.objects.filter(instance_id=instance.pk, status="pending")
+    assert sorted(held.values_list("node_id", flat=True)) == ["b3", "b4", "b5"]
+    seen = []
+    while jobs:
+        step_id, _ = jobs.pop(0)
+        runtime.run_step(step_id, "w")
+        seen.append(active(instance.pk))
+        assert active(instance.pk) <= 2
+    instance.refresh_from_db()
+    assert instance.status == "completed"
+    assert StepRun.objects.filter(instance_id=instance.pk, status="succeeded").count() == 8
+    # Each finished branch let exactly one held branch out until none were left.
+    assert seen[:3] == [2, 2, 2]
+    assert instance.state.get("throttled") == []
+
+
+@pytest.mark.django_db(transaction=True)
+def test_without_a_limit_every_branch_is_queued_at_once(make_version, jobs):
+    instance = runtime.start_instance(make_version(fan_out(None)), {})
+    assert len(jobs) == 5 and active(instance.pk) == 5
+
+
+@pytest.mark.django_db(transaction=True)
+def test_cancelling_drops_the_held_steps(make_version, jobs):
+    instance = runtime.start_instance(make_version(fan_out(1)), {})
+    assert runtime.cancel_instance(instance.pk)
+    instance.refresh_from_db()
+    assert instance.status == "cancelled" and "throttled" not in instance.state
+    assert not StepRun.objects.filter(instance_id=instance.pk, status__in=("pending", "queued")).exists()
