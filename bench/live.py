@@ -138,7 +138,7 @@ def run() -> dict[str, Any]:
     daphne = _start_daphne(port, log)
     previous = os.environ.get("DJANGO_ALLOW_ASYNC_UNSAFE")
     # Playwright's sync API keeps an event loop in this thread; the ORM calls here run between its
-    # calls, never during them (STACK_NOTES).
+    # calls, never during them (docs/STACK_NOTES.md).
     os.environ["DJANGO_ALLOW_ASYNC_UNSAFE"] = "true"
     committed: dict[int, float] = {}
     try:

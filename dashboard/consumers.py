@@ -130,14 +130,15 @@ class DashboardConsumer(_Refusing):
 
     def _count(self, event: dict[str, Any]) -> None:
         self.pending[event.get("type", "?")] += 1
-        if len(self.instances) < 100:
-            self.instances.add(event.get("instance"))
+        instance = event.get("instance")
+        if instance is not None and len(self.instances) < 100:
+            self.instances.add(instance)
         if self._flush is None:
             self._flush = asyncio.ensure_future(self._flush_later())
 
     async def _flush_later(self) -> None:
         await asyncio.sleep(DASHBOARD_FLUSH_S)
-        counts, instances = dict(self.pending), sorted(i for i in self.instances if i is not None)
+        counts, instances = dict(self.pending), sorted(self.instances)
         self.pending.clear()
         self.instances.clear()
         self._flush = None

@@ -188,7 +188,7 @@ def compute_stats(now: datetime | None = None) -> dict[str, Any]:
     counts = dict(WorkflowInstance.objects.order_by().values_list("status").annotate(n=Count("id")))
     return {
         "at": now.isoformat(),
-        "counts": {status: counts.get(status, 0) for status in InstanceStatus.values},
+        "counts": {status.value: counts.get(status.value, 0) for status in InstanceStatus},
         "steps": _cached_series(now),
         "reviews": open_reviews(),
         "breakers": breakers(now),

@@ -70,7 +70,7 @@ TEMPLATES = [
 
 # --- Database -----------------------------------------------------------------------------------
 # SQLite is the embedded default. WAL plus IMMEDIATE transactions let several worker processes
-# write without "database is locked" (measured in STACK_NOTES: deferred transactions fail ~50%).
+# write without "database is locked" (measured in docs/STACK_NOTES.md: deferred transactions fail ~50%).
 _SQLITE_DEFAULT = f"sqlite:///{VAR_DIR / 'steadyflow.sqlite3'}"
 _database_url = env_url("DATABASE_URL", _SQLITE_DEFAULT, ("sqlite", "postgres", "postgresql", "pgsql"))
 assert _database_url is not None
@@ -105,7 +105,7 @@ RQ_QUEUES = {
 CHANNEL_LAYERS = {
     "default": {
         "BACKEND": "channels_redis.core.RedisChannelLayer",
-        # redis-py 8 defaults socket_timeout to 5 s, which kills idle consumers (STACK_NOTES).
+        # redis-py 8 defaults socket_timeout to 5 s, which kills idle consumers (docs/STACK_NOTES.md).
         "CONFIG": {"hosts": [{"address": REDIS_URL, "socket_timeout": None}]},
     }
 }

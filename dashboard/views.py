@@ -161,7 +161,7 @@ def _instance_list_context(request: HttpRequest) -> dict[str, Any]:
         "errors": errors,
         "query_string": urlencode(kept),
         "workflows": WorkflowDefinition.objects.order_by("slug").values_list("slug", flat=True),
-        "statuses": InstanceStatus.values,
+        "statuses": [status.value for status in InstanceStatus],
         "reasons": sorted(set(KNOWN_REASONS) | ({filters["reason"]} if filters["reason"] else set())),
     }
 

@@ -1,4 +1,4 @@
-"""The `ai` queue's consumer: hundreds of LLM calls in flight in one process (DESIGN.md, worker `ai`).
+"""The `ai` queue's consumer: hundreds of LLM calls in flight in one process (docs/DESIGN.md, worker `ai`).
 
 RQ 3.0 runs one job at a time per worker, so 300 slow LLM calls would need 300 processes or
 threads. This consumer is built on RQ's worker, queue and registry API instead (all of it behind
@@ -314,7 +314,7 @@ class AIConsumer:
                 end = {"exc_info": rq_adapter.exc_info_of(exc)}
             finally:
                 # Out of the heartbeat set before it is finalised: a heartbeat after the job's
-                # deletion would bring its hash back (STACK_NOTES, traps).
+                # deletion would bring its hash back (docs/STACK_NOTES.md, "Many LLM calls", traps).
                 self._in_flight.pop(running.execution.id, None)
             if job.released:
                 end = {"released": RELEASE_REASON}

@@ -6,6 +6,7 @@ runtime.py; behaviour that belongs to one row lives here.
 
 from __future__ import annotations
 
+import enum
 import hashlib
 import json
 import secrets
@@ -26,6 +27,12 @@ def new_trace_id() -> str:
 
 def canonical_json(value: Any) -> bytes:
     return json.dumps(value, sort_keys=True, separators=(",", ":"), default=str).encode()
+
+
+def status_choices(statuses: type[enum.StrEnum]) -> list[tuple[str, str]]:
+    """Field choices for one of the engine's status enums, exactly as Django's TextChoices made them
+    (label = the member name, title-cased) so the migrations' recorded choices stay unchanged."""
+    return [(member.value, member.name.replace("_", " ").title()) for member in statuses]
 
 
 class WorkflowDefinition(models.Model):
@@ -82,8 +89,8 @@ class WorkflowVersion(models.Model):
 
 class WorkflowInstance(models.Model):
     version = models.ForeignKey(WorkflowVersion, on_delete=models.PROTECT, related_name="instances")
-    status = models.CharField(max_length=16, choices=InstanceStatus.choices, default=InstanceStatus.PENDING,
-                              db_index=True)
+    status = models.CharField(max_length=16, choices=status_choices(InstanceStatus),
+                              default=InstanceStatus.PENDING.value, db_index=True)
     input = models.JSONField(default=dict)
     context = models.JSONField(default=dict)
     # Scheduler state: visits per node and pending joins (see engine/scheduling.py).
@@ -137,7 +144,8 @@ class StepRun(models.Model):
     node_type = models.CharField(max_length=32)
     visit = models.PositiveIntegerField()
     attempt = models.PositiveIntegerField(default=0)
-    status = models.CharField(max_length=16, choices=StepStatus.choices, default=StepStatus.QUEUED)
+    status = models.CharField(max_length=16, choices=status_choices(StepStatus),
+                              default=StepStatus.QUEUED.value)
     queue = models.CharField(max_length=16)
     input = models.JSONField(null=True, blank=True)
     output = models.JSONField(null=True, blank=True)

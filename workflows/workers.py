@@ -20,7 +20,7 @@ class _DjangoConnections:
 
 
 class StepWorker(_DjangoConnections, SimpleWorker):
-    """Runs jobs in the worker process itself: no fork per step (a fork costs ~5 ms, STACK_NOTES).
+    """Runs jobs in the worker process itself: no fork per step (a fork costs ~5 ms, docs/STACK_NOTES.md).
 
     A handler that kills the process takes this worker with it; the supervisor restarts it and the
     reconciler retries the step when its lease expires.

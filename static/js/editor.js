@@ -4,7 +4,7 @@
  *
  * The canvas (cytoscape) holds the graph: each node's data carries its id, type and the rest of its
  * JSON (`node`), each edge its source, target, `when` and the rest (`edge`). toGraph() turns the canvas
- * back into the graph JSON of ../shared/DESIGN.md, positions included. Every edit ends in commit(),
+ * back into the graph JSON of docs/DESIGN.md, positions included. Every edit ends in commit(),
  * which pushes a snapshot on the undo stack; undo and redo rebuild the canvas from a snapshot.
  */
 (function () {

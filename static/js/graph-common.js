@@ -1,6 +1,6 @@
 /* Steadyflow graph drawing shared by the editor and the live instance view.
  *
- * Builds cytoscape elements from the graph JSON of ../shared/DESIGN.md and styles each node by its
+ * Builds cytoscape elements from the graph JSON of docs/DESIGN.md and styles each node by its
  * type's colour and icon (from GET /api/node-types). Nothing here edits anything: the editor adds its
  * own behaviour on top (static/js/editor.js).
  *

@@ -21,9 +21,9 @@ I, S = InstanceStatus, StepStatus  # noqa: E741 - short names keep the tables re
 
 
 def test_every_status_has_a_row_and_every_target_is_a_status() -> None:
-    assert set(INSTANCE_TRANSITIONS) == set(I.values)
-    assert set(STEP_TRANSITIONS) == set(S.values)
-    for table, statuses in ((INSTANCE_TRANSITIONS, set(I.values)), (STEP_TRANSITIONS, set(S.values))):
+    assert set(INSTANCE_TRANSITIONS) == set(I)
+    assert set(STEP_TRANSITIONS) == set(S)
+    for table, statuses in ((INSTANCE_TRANSITIONS, set(I)), (STEP_TRANSITIONS, set(S))):
         for current, targets in table.items():
             assert targets <= statuses, current
             assert current not in targets, f"{current} -> itself is not a transition"

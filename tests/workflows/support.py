@@ -49,7 +49,7 @@ def path(instance: WorkflowInstance) -> list[str]:
 
 
 def assert_history_consistent(instance: WorkflowInstance) -> None:
-    """What must hold for every instance, whatever its graph or outcome (DESIGN, durability contract):
+    """What must hold for every instance, whatever its graph or outcome (docs/DESIGN.md, durability contract):
     an event log without gaps, one StepRun per node visit with the `instance:node:visit` key, the
     trace id everywhere, and checkpoints whose checksums verify."""
     instance.refresh_from_db()

@@ -1,6 +1,6 @@
 """LLM providers: `scripted` (offline, returns configured responses in order) and `openai`
 (any OpenAI-compatible chat-completions endpoint, called with aiohttp so hundreds of calls can be
-in flight on one event loop; httpx's pool degrades at that concurrency, see STACK_NOTES).
+in flight on one event loop; httpx's pool degrades at that concurrency, see docs/STACK_NOTES.md).
 """
 
 from __future__ import annotations

@@ -28,7 +28,7 @@ class RetryPolicy:
 
     def delay(self, attempt: int, rand: random.Random | None = None) -> float:
         """Delay before attempt `attempt + 1`. With jitter: uniform in [base/2, base]."""
-        base = min(self.max_backoff_s, self.backoff_s * (2 ** max(0, attempt - 1)))
+        base = min(self.max_backoff_s, self.backoff_s * 2.0 ** max(0, attempt - 1))
         if not self.jitter:
             return base
         rng = rand or random

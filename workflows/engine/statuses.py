@@ -1,11 +1,16 @@
-"""Instance and step statuses, each with one explicit transition table."""
+"""Instance and step statuses, each with one explicit transition table.
+
+Plain `enum.StrEnum`s, not Django's TextChoices, so the engine imports no Django (docs/DESIGN.md): a
+member is its value (`StepStatus.FAILED == "failed"`, also as a dict key), and the models build their
+field choices from these enums (workflows/models.py).
+"""
 
 from __future__ import annotations
 
-from django.db import models
+import enum
 
 
-class InstanceStatus(models.TextChoices):
+class InstanceStatus(enum.StrEnum):
     PENDING = "pending"
     RUNNING = "running"
     WAITING = "waiting"
@@ -17,7 +22,7 @@ class InstanceStatus(models.TextChoices):
     COMPENSATED = "compensated"
 
 
-class StepStatus(models.TextChoices):
+class StepStatus(enum.StrEnum):
     # created, not due: a timer (due_at set), a human task, or parked while the instance is halted
     PENDING = "pending"
     QUEUED = "queued"  # due: a job is (or should be) on its queue

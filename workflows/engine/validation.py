@@ -99,7 +99,7 @@ def _readable(error: jsonschema.ValidationError) -> str:
             and all(isinstance(o, dict) and set(o) == {"required"} for o in options)):
         names = ", ".join(name for option in options for name in option["required"])
         return f"needs {'exactly' if error.validator == 'oneOf' else 'at least'} one of: {names}"
-    return error.message
+    return str(error.message)
 
 
 def _subject(node: str | None, edge: int | None) -> str:
