@@ -41,9 +41,10 @@ class OrmStore:
     # --- Transactions -------------------------------------------------------------------------
 
     def atomic(self) -> AbstractContextManager[Any]:
-        return transaction.atomic()
+        manager: AbstractContextManager[Any] = transaction.atomic()
+        return manager
 
-    def on_commit(self, effect: Callable[[], None]) -> None:
+    def on_commit(self, effect: Callable[[], object]) -> None:
         transaction.on_commit(effect)
 
     # --- Instances ------------------------------------------------------------------------------
