@@ -184,6 +184,9 @@ STEADYFLOW = {
     # Which store writes the engine's rows: "sql" (hand-written statements per database, the
     # default) or "orm" (the Django ORM: the reference implementation, slower).
     "STORE": env_str("STEADYFLOW_STORE", "sql"),
+    # Fan-outs: the steps one transition makes due on one queue go out as one job per worker
+    # listening there, at most this many steps a job (1 = a job per step).
+    "BATCH_MAX": env_int("STEADYFLOW_BATCH_MAX", 20, minimum=1),
     # Small endpoints the examples call when run locally (make run turns them on).
     "DEMO_ENDPOINTS": env_bool("STEADYFLOW_DEMO_ENDPOINTS", False),
 }

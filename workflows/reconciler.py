@@ -15,7 +15,9 @@ from __future__ import annotations
 import logging
 from dataclasses import dataclass
 from datetime import datetime, timedelta
+from typing import Any
 
+from django.conf import settings
 from django.utils import timezone
 
 from workflows import dispatch, runtime
@@ -55,18 +57,19 @@ def promote_due(now: datetime) -> int:
 
 def redispatch_lost(now: datetime, after_s: float) -> int:
     import django_rq
-    from rq.job import Job, JobStatus
+    from rq.job import JobStatus
 
     stale = list(StepRun.objects.filter(status=StepStatus.QUEUED, due_at__lte=now - timedelta(seconds=after_s))
-                 .values_list("pk", "queue")[:BATCH])
+                 .values_list("pk", "queue", "instance_id", "created_at")[:BATCH])
     lost = []
     waiting: dict[str, set[str] | None] = {}  # job ids on each queue, read at most once per tick
-    for pk, queue in stale:
+    for pk, queue, instance_id, created_at in stale:
         connection = django_rq.get_connection(queue)
         job_id = dispatch.job_id_for(pk)
         started_at = None
         try:
-            job = Job.fetch(job_id, connection=connection)
+            job = job_holding(pk, queue, instance_id, created_at, connection)
+            job_id = job.id
             status = job.get_status(refresh=False)
             started_at = job.started_at
         except Exception:  # noqa: BLE001 - NoSuchJobError, or a job hash that no longer parses
@@ -94,6 +97,31 @@ def redispatch_lost(now: datetime, after_s: float) -> int:
         log.warning("re-dispatched %d of %d queued step(s) that no queue held", sent, len(lost))
         return sent
     return 0
+
+
+def job_holding(step_id: int, queue: str, instance_id: int, created_at: datetime, connection: Any) -> Any:
+    """The RQ job that carries a step: its own, or the batch job of a step made due with it (the
+    same transition: same instance, queue and creation time), named after that batch's first step.
+    Raises when there is none."""
+    from rq.exceptions import NoSuchJobError
+    from rq.job import Job
+
+    try:
+        job = Job.fetch(dispatch.job_id_for(step_id), connection=connection)
+        if step_id in dispatch.step_ids_of(job):
+            return job
+    except NoSuchJobError:
+        pass
+    siblings = (StepRun.objects.filter(instance_id=instance_id, queue=queue, created_at=created_at, pk__lt=step_id)
+                .order_by("-pk").values_list("pk", flat=True)[:settings.STEADYFLOW.get("BATCH_MAX", 1)])
+    for sibling in siblings:
+        try:
+            job = Job.fetch(dispatch.job_id_for(sibling), connection=connection)
+        except NoSuchJobError:
+            continue
+        if step_id in dispatch.step_ids_of(job):
+            return job
+    raise NoSuchJobError(f"no job carries step {step_id}")
 
 
 QUEUE_SCAN_LIMIT = 10_000

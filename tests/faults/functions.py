@@ -79,7 +79,7 @@ def fail(call: FunctionCall) -> None:
 def _install_crash_before_enqueue() -> None:
     from workflows import dispatch
 
-    def crash(items: list[tuple[int, str]]) -> int:
+    def crash(items: list[tuple[int, str]], **options: object) -> int:
         # The transaction that made these steps due has committed; the jobs never reach Redis.
         os.kill(os.getpid(), signal.SIGKILL)
         return 0  # pragma: no cover - not reached

@@ -31,7 +31,7 @@ def fan_out(limit: int | None) -> dict[str, Any]:
 def jobs(monkeypatch: pytest.MonkeyPatch) -> list[tuple[int, str]]:
     sent: list[tuple[int, str]] = []
 
-    def capture(items: list[tuple[int, str]]) -> int:
+    def capture(items: list[tuple[int, str]], **options: object) -> int:
         sent.extend(items)
         return len(items)
 

@@ -29,14 +29,16 @@ from workflows.runtime.lifecycle import (
     build_call,
     cancel_instance,
     claim_step,
+    claim_steps,
     expire_instance,
     finish_step,
+    finish_steps,
     lock,
     release_step,
     start_instance,
     timeout_for,
 )
-from workflows.runtime.loop import finish_step_reconnecting, run_claimed, run_step
+from workflows.runtime.loop import finish_step_reconnecting, run_claimed, run_step, run_steps
 from workflows.runtime.records import Claim, Outcome, StepOutputs, as_step_error
 from workflows.runtime.transitions import (
     activate,
@@ -51,8 +53,9 @@ from workflows.runtime.unit import UnitOfWork
 
 __all__ = [
     "COMPENSATE_PREFIX", "Claim", "Outcome", "StepOutputs", "UnitOfWork", "activate", "apply", "as_step_error",
-    "budget_exceeded", "build_call", "cancel_instance", "check_payload", "claim_step", "compensation_node",
-    "conf", "engine_config", "expire_instance", "finish_step", "finish_step_reconnecting", "fired_edges",
-    "graph_for_version", "keeper", "lock", "node_for_step", "queue_for", "release_step", "resolve", "resume",
-    "run_claimed", "run_step", "start_compensation", "start_instance", "stop_instance", "timeout_for",
+    "budget_exceeded", "build_call", "cancel_instance", "check_payload", "claim_step", "claim_steps",
+    "compensation_node", "conf", "engine_config", "expire_instance", "finish_step", "finish_step_reconnecting",
+    "finish_steps", "fired_edges", "graph_for_version", "keeper", "lock", "node_for_step", "queue_for",
+    "release_step", "resolve", "resume", "run_claimed", "run_step", "run_steps", "start_compensation",
+    "start_instance", "stop_instance", "timeout_for",
 ]

@@ -126,6 +126,33 @@ def claim_step(step_id: int, worker: str, now: datetime | None = None) -> Claim 
                  worker=worker, fresh=True)
 
 
+def claim_steps(step_ids: list[int], worker: str, now: datetime | None = None) -> list[Claim]:
+    """Take several queued steps of one instance (a batch job) under one lease token: one statement
+    where the store can; the steps it could not claim so go the general way, one by one."""
+    if len(step_ids) == 1:
+        single = claim_step(step_ids[0], worker, now)
+        return [single] if single is not None else []
+    now = now or timezone.now()
+    token = secrets.token_hex(8)
+    store = stores.get_store()
+    claims: list[Claim] = []
+    batch = store.claim_batch(step_ids, worker, token, now, now + timedelta(seconds=conf("LEASE_S")))
+    if batch is not None:
+        instance, steps = batch
+        graph = graph_for_version(instance.version_id)
+        for step in steps:
+            node = node_for_step(graph, step.node_id)
+            claims.append(Claim(step=step, instance=instance, graph=graph, node=node, kind=get_kind(node.type),
+                                token=token, worker=worker, fresh=True))
+    taken = {claim.step.pk for claim in claims}
+    for step_id in step_ids:
+        if step_id not in taken:
+            single = claim_step(step_id, worker, now)
+            if single is not None:
+                claims.append(single)
+    return claims
+
+
 def _started(store: Any, step: StepRun, instance: WorkflowInstance, worker: str, now: datetime) -> bool:
     """The claim's checks on the locked instance; False when the step must not run now."""
     uow = UnitOfWork(instance, graph_for_version(instance.version_id), now, checkpoint=False)
@@ -194,40 +221,71 @@ def finish_step(claim: Claim, outcome: Outcome, *, allow_inline: bool = False,
                 now: datetime | None = None) -> Claim | None:
     """Commit a step's outcome and what follows from it. Returns the successor claimed for inline
     running by this worker, when there is exactly one on the same queue."""
-    now = now or timezone.now()
-    output_json = None
-    if outcome.error is None and outcome.result is not None and outcome.result.defer_until is None:
-        try:
-            output_json = check_payload(f"output of step {claim.node.id}", outcome.result.output)
-        except PayloadTooLarge as exc:
-            outcome = Outcome(error=exc)
-    # The decision changes the claimed step in memory; a decision made again (the store lost a
-    # race, or the commit is tried again on a new connection) starts from the step as claimed.
-    as_claimed = dict(claim.step.__dict__)
+    inline = finish_steps([claim], [outcome], allow_inline=allow_inline, now=now)
+    return inline[0] if inline else None
 
-    def decide(instance: WorkflowInstance) -> tuple[UnitOfWork, Claim | None]:
-        claim.step.__dict__.update(as_claimed)
-        uow = UnitOfWork(instance, claim.graph, now)
-        if output_json is not None and outcome.result is not None:
-            uow.remember_json(outcome.result.output, output_json)
-        inline = _decide_outcome(uow, claim.step, claim, outcome, allow_inline)
-        if claim.graph.settings.max_concurrency:
+
+def finish_steps(claims: list[Claim], outcomes: list[Outcome], *, allow_inline: bool = False,
+                 now: datetime | None = None) -> list[Claim]:
+    """Commit the outcomes of steps of one instance in one transaction, under one instance lock, in
+    order: a join their branches complete resolves in this commit. A step whose lease no longer
+    holds commits nothing (and affects nothing else). Returns the successors claimed for inline
+    running by this worker."""
+    now = now or timezone.now()
+    checked = [_checked(claim, outcome) for claim, outcome in zip(claims, outcomes, strict=True)]
+    # Deciding changes the claimed steps in memory; a decision made again (the store lost a race, or
+    # the commit is tried again on a new connection) starts from the steps as claimed.
+    as_claimed = [dict(claim.step.__dict__) for claim in claims]
+
+    def restore() -> None:
+        for claim, saved in zip(claims, as_claimed, strict=True):
+            claim.step.__dict__.update(saved)
+
+    def decide(instance: WorkflowInstance, held: set[int]) -> tuple[UnitOfWork, list[Claim]]:
+        restore()
+        uow = UnitOfWork(instance, claims[0].graph, now)
+        for claim in claims:
+            uow.track(claim.step)
+        inline: list[Claim] = []
+        for claim, (outcome, output_json) in zip(claims, checked, strict=True):
+            step = claim.step
+            # Not ours any more, or changed by an earlier outcome of this batch (a failure cancels
+            # the instance's other steps): nothing of this outcome commits.
+            if step.pk not in held or step.status != StepStatus.RUNNING or step.lease_token != claim.token:
+                continue
+            if output_json is not None and outcome.result is not None:
+                uow.remember_json(outcome.result.output, output_json)
+            successor = _decide_outcome(uow, step, claim, outcome, allow_inline)
+            if successor is not None:
+                inline.append(successor)
+        if uow.graph.settings.max_concurrency:
             tx.release_throttled(uow)
         return uow, inline
 
+    leases = [(claim.step.pk, claim.token) for claim in claims]
+    fresh = claims[0].instance if all(c.fresh and c.instance is claims[0].instance for c in claims) else None
     try:
-        held, inline = stores.get_store().finish(claim.instance.pk, claim.step.pk, claim.token, decide,
-                                                 fresh=claim.instance if claim.fresh else None)
+        held, inline = stores.get_store().finish(claims[0].instance.pk, leases, decide, fresh=fresh)
     except BaseException:
-        claim.step.__dict__.update(as_claimed)
+        restore()
         raise
-    if not held:
-        # Our lease was taken over (or the step was cancelled): the outcome must not commit.
-        claim.step.__dict__.update(as_claimed)
-        log.warning("step %s: lease lost, outcome discarded", claim.step.pk)
-        return None
-    result: Claim | None = inline
+    for claim, saved in zip(claims, as_claimed, strict=True):
+        if claim.step.pk not in held:
+            # Our lease was taken over (or the step was cancelled): the outcome must not commit.
+            claim.step.__dict__.update(saved)
+            log.warning("step %s: lease lost, outcome discarded", claim.step.pk)
+    result: list[Claim] = inline or []
     return result
+
+
+def _checked(claim: Claim, outcome: Outcome) -> tuple[Outcome, str | None]:
+    """The payload limit on a successful output, serialised once (the check, the write)."""
+    if outcome.error is None and outcome.result is not None and outcome.result.defer_until is None:
+        try:
+            return outcome, check_payload(f"output of step {claim.node.id}", outcome.result.output)
+        except PayloadTooLarge as exc:
+            return Outcome(error=exc), None
+    return outcome, None
 
 
 def _decide_outcome(uow: UnitOfWork, step: StepRun, claim: Claim, outcome: Outcome,

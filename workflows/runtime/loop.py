@@ -5,14 +5,17 @@ from __future__ import annotations
 
 import logging
 import time
+from collections.abc import Callable
+from typing import TypeVar
 
 from workflows.engine.statuses import StepStatus
 from workflows.runtime.config import conf, node_for_step
 from workflows.runtime.leases import keeper
-from workflows.runtime.lifecycle import build_call, claim_step, finish_step, timeout_for
+from workflows.runtime.lifecycle import build_call, claim_step, claim_steps, finish_step, finish_steps, timeout_for
 from workflows.runtime.records import Claim, Outcome, as_step_error
 
 log = logging.getLogger("steadyflow.runtime")
+T = TypeVar("T")
 
 
 def run_step(step_id: int, worker: str, queue: str | None = None) -> int:
@@ -25,6 +28,29 @@ def run_step(step_id: int, worker: str, queue: str | None = None) -> int:
         ran += 1
         claim = finish_step_reconnecting(claim, outcome, allow_inline=inline_allowed)
     return ran
+
+
+def run_steps(step_ids: list[int], worker: str) -> int:
+    """A batch job: several queued steps of one instance (a fan-out's branches on one queue), run one
+    after another and committed together under one instance lock. A step's failure or timeout is
+    that step's outcome alone."""
+    claims = claim_steps(step_ids, worker)
+    ran = 0
+    inline_allowed = conf("INLINE_CONTINUATION")
+    while claims:
+        outcomes = [run_claimed(claim) for claim in claims]
+        ran += len(claims)
+        claims = finish_steps_reconnecting(claims, outcomes, allow_inline=inline_allowed)
+    return ran
+
+
+def finish_steps_reconnecting(claims: list[Claim], outcomes: list[Outcome], *,
+                              allow_inline: bool = False) -> list[Claim]:
+    if len(claims) == 1:
+        successor = finish_step_reconnecting(claims[0], outcomes[0], allow_inline=allow_inline)
+        return [successor] if successor is not None else []
+    return _reconnecting(lambda: finish_steps(claims, outcomes, allow_inline=allow_inline),
+                         f"steps {', '.join(str(c.step.pk) for c in claims)}")
 
 
 def run_claimed(claim: Claim) -> Outcome:
@@ -45,23 +71,32 @@ def finish_step_reconnecting(claim: Claim, outcome: Outcome, *, allow_inline: bo
     connection drops (a failover, a killed backend): the handler's work is not thrown away and run
     twice. Safe because of the lease token: if an earlier try did commit (its acknowledgement was
     lost), the next finds the step no longer ours and commits nothing."""
+    failed: list[bool] = []
+
+    def attempt() -> Claim | None:
+        successor = finish_step(claim, outcome, allow_inline=allow_inline)
+        if successor is None and failed and allow_inline:
+            return _adopt_inline_successor(claim)
+        return successor
+
+    return _reconnecting(attempt, f"step {claim.step.pk}", failed)
+
+
+def _reconnecting(commit: Callable[[], T], what: str, failed: list[bool] | None = None) -> T:
+    """Call `commit`, again on a fresh connection while the lease holds when the connection drops."""
     from django.db import InterfaceError, OperationalError, connection
 
     deadline = time.monotonic() + conf("LEASE_S") / 2
     delay = 0.1
-    failed = False
     while True:
         try:
-            successor = finish_step(claim, outcome, allow_inline=allow_inline)
-            if successor is None and failed and allow_inline:
-                return _adopt_inline_successor(claim)
-            return successor
+            return commit()
         except (OperationalError, InterfaceError) as exc:
             if time.monotonic() + delay > deadline:
                 raise
-            failed = True
-            log.warning("step %s: committing its outcome failed (%s); retrying on a new connection",
-                        claim.step.pk, exc)
+            if failed is not None:
+                failed.append(True)
+            log.warning("%s: committing the outcome failed (%s); retrying on a new connection", what, exc)
             connection.close()
             time.sleep(delay)
             delay = min(delay * 2, 2.0)

@@ -60,6 +60,7 @@ class UnitOfWork:
     instance_fields: set[str] = field(default_factory=lambda: {"event_seq", "updated_at"})
     enqueue: list[StepRun] = field(default_factory=list)
     checkpoint: bool = True
+    tracked: dict[int, StepRun] = field(default_factory=dict)
     # JSON text already made for a value (by the payload size check), by id() of the value: a
     # store writes it instead of serialising the value again.
     known_json: dict[int, tuple[Any, str]] = field(default_factory=dict)
@@ -107,6 +108,11 @@ class UnitOfWork:
         for name, value in fields.items():
             setattr(step, name, value)
 
+    def track(self, step: StepRun) -> None:
+        """A step this transition holds in memory (a claimed one): reads of the instance's steps
+        see this object, so what an earlier decision of the same unit did to it shows."""
+        self.tracked[step.pk] = step
+
     def open_review(self, item: ReviewItem) -> ReviewItem:
         self.new_reviews.append(item)
         return item
@@ -138,7 +144,7 @@ class UnitOfWork:
         """Steps read from the database, seen as this unit has already decided them: a step it changed
         is its changed object (kept only if it still matches), and the steps it changed or created
         that now match are added. (The unit has not written anything yet.)"""
-        changed = {change.step.pk: change.step for change in self.changes.values()}
+        changed = {**self.tracked, **{change.step.pk: change.step for change in self.changes.values()}}
         seen: set[int] = set()
         result = []
         for step in loaded:
@@ -146,7 +152,8 @@ class UnitOfWork:
             seen.add(step.pk)
             if keep(step):
                 result.append(step)
-        result += [step for pk, step in changed.items() if pk not in seen and keep(step)]
+        result += [step for pk, step in changed.items() if pk not in seen and id(step) in self.changes
+                   and keep(step)]
         result += [step for step in self.new_steps if keep(step)]
         return result
 

@@ -31,6 +31,8 @@ def message(instance_id: int, seq: int, type_: str, node_id: str, step_id: int |
 
 
 STALE_RETRIES = 3
+# decide(instance, ids of the steps whose leases held) -> (the unit of work, what to return)
+Decide = Callable[[WorkflowInstance, set[int]], tuple[UnitOfWork, Any]]
 
 
 class OrmStore:
@@ -75,6 +77,12 @@ class OrmStore:
         """The common claim in one statement: a queued step of an active instance, claimed and its
         step_started event written, committed. None sends the runtime down the general path (which
         handles halted, cancelled and expired instances). The reference store always says None."""
+        return None
+
+    def claim_batch(self, step_ids: list[int], worker: str, token: str, now: datetime,
+                    lease_until: datetime) -> tuple[WorkflowInstance, list[StepRun]] | None:
+        """claim_started for several queued steps of one instance, in one statement: the instance
+        and the steps claimed (those not claimed take the general path one by one)."""
         return None
 
     def claim_queued(self, step_id: int, worker: str, token: str, now: datetime,
@@ -135,27 +143,37 @@ class OrmStore:
 
     # --- Committing a step's outcome -------------------------------------------------------------
 
-    def finish(self, instance_id: int, step_id: int, token: str,
-               decide: Callable[[WorkflowInstance], tuple[UnitOfWork, Any]], *,
-               fresh: WorkflowInstance | None = None) -> tuple[bool, Any]:
-        """Lock the instance, check the step's lease, let `decide` record the outcome, write it.
-        Returns (False, None) when the lease no longer holds (nothing is written), else (True, what
-        `decide` returned). `fresh` is the instance as this worker last committed it; a store may
+    def finish(self, instance_id: int, leases: list[tuple[int, str]], decide: Decide, *,
+               fresh: WorkflowInstance | None = None) -> tuple[set[int], Any]:
+        """Lock the instance, check the steps' leases, let `decide` record their outcomes, write them.
+        Returns the ids of the steps whose leases held (with none, nothing is written) and what
+        `decide` returned. `fresh` is the instance as this worker last committed it; a store may
         write against it without taking the lock first (see postgres.py); this one always locks.
         A unit whose conditional step writes lost a race is decided again, a few times."""
         for attempt in range(STALE_RETRIES):
             try:
                 with self.atomic():
-                    instance, held = self.lock_for_finish(instance_id, step_id, token)
+                    instance, held = self.lock_with_leases(instance_id, leases)
                     if not held:
-                        return False, None
-                    unit, result = decide(instance)
+                        return held, None
+                    unit, result = decide(instance, held)
                     self.apply(unit)
-                return True, result
+                return held, result
             except StaleWrite:
                 if attempt == STALE_RETRIES - 1:
                     raise
         raise AssertionError("unreachable")
+
+    def lock_with_leases(self, instance_id: int, leases: list[tuple[int, str]]) -> tuple[WorkflowInstance, set[int]]:
+        """Lock the instance; which of these steps are still running under these lease tokens."""
+        if len(leases) == 1:
+            instance, holds = self.lock_for_finish(instance_id, *leases[0])
+            return instance, {leases[0][0]} if holds else set()
+        instance = self.lock_instance(instance_id)
+        tokens = dict(leases)
+        running = (StepRun.objects.filter(pk__in=list(tokens), status=StepStatus.RUNNING)
+                   .values_list("pk", "lease_token"))
+        return instance, {pk for pk, token in running if tokens[pk] == token}
 
     # --- Writing a unit of work -------------------------------------------------------------------
 
@@ -194,7 +212,7 @@ class OrmStore:
         if jobs:
             from workflows import dispatch
 
-            self.on_commit(lambda: dispatch.enqueue_steps(jobs))
+            self.on_commit(lambda: dispatch.enqueue_steps(jobs, batch=True))
         if unit.events:
             from workflows import live
 

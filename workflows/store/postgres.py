@@ -12,7 +12,7 @@ path: the lock with the lease check in one SELECT, then the writes and COMMIT).
 from __future__ import annotations
 
 import logging
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Iterable, Sequence
 from datetime import datetime
 from typing import Any
 
@@ -22,6 +22,7 @@ from django.db import connection
 from workflows.models import StepRun, WorkflowInstance
 from workflows.runtime.unit import UnitOfWork
 from workflows.store import statements as sql
+from workflows.store.orm import Decide
 from workflows.store.sql import SqlStore
 
 log = logging.getLogger("steadyflow.store")
@@ -67,14 +68,30 @@ class PostgresStore(SqlStore):
         self.publish_started(instance, step, now)
         return step, instance
 
-    def finish(self, instance_id: int, step_id: int, token: str,
-               decide: Callable[[WorkflowInstance], tuple[UnitOfWork, Any]], *,
-               fresh: WorkflowInstance | None = None) -> tuple[bool, Any]:
+    def claim_batch(self, step_ids: list[int], worker: str, token: str, now: datetime,
+                    lease_until: datetime) -> tuple[WorkflowInstance, list[StepRun]] | None:
+        with connection.wrap_database_errors:
+            cursor = self.cursor()
+            cursor.execute(sql.PG_CLAIM_BATCH, (step_ids[0], worker, token, now, now, lease_until, step_ids, now, now,
+                                                now), prepare=True)
+            rows = cursor.fetchall()
+        if not rows:
+            return None
+        split = len(sql.INSTANCE_COLUMNS)
+        instance = self.instance_from(rows[0][:split])
+        steps = [self.step_from(row[split:]) for row in rows]
+        self.publish_started_many(instance, steps, now)
+        return instance, steps
+
+    def finish(self, instance_id: int, leases: list[tuple[int, str]], decide: Decide, *,
+               fresh: WorkflowInstance | None = None) -> tuple[set[int], Any]:
         if fresh is not None and not connection.in_atomic_block:
-            unit, result = decide(fresh)
+            # Decided as if every lease held: the guarded step writes prove it, or the commit fails.
+            held = {pk for pk, _ in leases}
+            unit, result = decide(fresh, held)
             if not unit.new_reviews and self._commit_unlocked(unit):
-                return True, result
-        return super().finish(instance_id, step_id, token, decide)
+                return held, result
+        return super().finish(instance_id, leases, decide)
 
     def _commit_unlocked(self, unit: UnitOfWork) -> bool:
         """BEGIN, the unit's guarded writes and COMMIT in one round trip. False (rolled back) when a

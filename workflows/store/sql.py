@@ -123,11 +123,18 @@ class SqlStore(OrmStore):
         return {"output": loads(row[0]) if row[0] is not None else None, "visit": row[1]}
 
     def publish_started(self, instance: WorkflowInstance, step: StepRun, now: datetime) -> None:
-        """The live view's copy of the step_started event a one-statement claim wrote."""
+        self.publish_started_many(instance, [step], now)
+
+    def publish_started_many(self, instance: WorkflowInstance, steps: list[StepRun], now: datetime) -> None:
+        """The live view's copy of the step_started events a one-statement claim wrote (numbered in
+        step id order, ending at the instance's event seq)."""
         from workflows import live
 
-        payload = {"visit": step.visit, "attempt": step.attempt, "worker": step.worker, "queue": step.queue}
-        live.publish([message(instance.pk, instance.event_seq, "step_started", step.node_id, step.pk, payload, now)])
+        first = instance.event_seq - len(steps) + 1
+        live.publish([message(instance.pk, first + n, "step_started", step.node_id, step.pk,
+                              {"visit": step.visit, "attempt": step.attempt, "worker": step.worker,
+                               "queue": step.queue}, now)
+                      for n, step in enumerate(steps)])
 
     # --- Writing a unit of work -------------------------------------------------------------------
 

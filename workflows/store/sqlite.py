@@ -4,6 +4,7 @@ network round trips; what matters is skipping the ORM's Python)."""
 
 from __future__ import annotations
 
+import json
 from collections.abc import Iterable, Sequence
 from datetime import UTC, datetime
 from decimal import Decimal
@@ -68,12 +69,30 @@ class SqliteStore(SqlStore):
             if row is None:
                 return None
             step = self.step_from(row)
-            instance = self.instance_from(self._one(sql.SQLITE_BUMP_SEQ, (at, step.instance_id)))
+            instance = self.instance_from(self._one(sql.SQLITE_BUMP_SEQ_BY, (1, at, step.instance_id)))
             payload = sql_payload(step)
             self.run_batch([(sql.INSERT_EVENT, (instance.pk, instance.event_seq, "step_started", step.node_id,
                                                 step.pk, payload, instance.trace_id, at))])
         self.publish_started(instance, step, now)
         return step, instance
+
+    def claim_batch(self, step_ids: list[int], worker: str, token: str, now: datetime,
+                    lease_until: datetime) -> tuple[WorkflowInstance, list[StepRun]] | None:
+        at = self.ts(now)
+        with transaction.atomic(), connection.wrap_database_errors:
+            cursor = self.raw().cursor()
+            cursor.execute(self.text(sql.SQLITE_CLAIM_BATCH),
+                           (worker, token, at, at, self.ts(lease_until), json.dumps(step_ids), at))
+            steps = sorted((self.step_from(row) for row in cursor.fetchall()), key=lambda step: step.pk)
+            if not steps:
+                return None
+            instance = self.instance_from(self._one(sql.SQLITE_BUMP_SEQ_BY, (len(steps), at, steps[0].instance_id)))
+            first = instance.event_seq - len(steps) + 1
+            self.run_batch([(sql.INSERT_EVENT, (instance.pk, first + n, "step_started", step.node_id, step.pk,
+                                                sql_payload(step), instance.trace_id, at))
+                            for n, step in enumerate(steps)])
+        self.publish_started_many(instance, steps, now)
+        return instance, steps
 
     def extend_leases(self, leases: Iterable[tuple[int, str]], now: datetime, until: datetime) -> int:
         held = list(leases)

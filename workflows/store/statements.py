@@ -85,6 +85,57 @@ SELECT {_cols('bumped', INSTANCE_COLUMNS)}, {_cols('claimed', STEP_COLUMNS)} FRO
 """
 """Params: step id, worker, token, now, now, lease until, step id, now, now, now."""
 
+PG_CLAIM_BATCH = f"""
+WITH locked AS (
+    SELECT id, status, deadline FROM {INSTANCE}
+    WHERE id = (SELECT instance_id FROM {STEP} WHERE id = %s) FOR UPDATE),
+claimed AS (
+    UPDATE {STEP} AS s SET status = 'running', attempt = s.attempt + 1, worker = %s, lease_token = %s,
+        started_at = %s, heartbeat_at = %s, lease_until = %s
+    FROM locked
+    WHERE s.id = ANY(%s) AND s.status = 'queued' AND s.instance_id = locked.id
+      AND (locked.deadline IS NULL OR locked.deadline >= %s)
+      AND CASE WHEN substr(s.node_id, 1, 11) = 'compensate:' THEN locked.status = 'compensating'
+               ELSE locked.status IN ('pending', 'running', 'waiting') END
+    RETURNING s.*),
+numbered AS (
+    SELECT claimed.*, row_number() OVER (ORDER BY claimed.id) AS n, count(*) OVER () AS total FROM claimed),
+bumped AS (
+    UPDATE {INSTANCE} AS i SET event_seq = i.event_seq + (SELECT count(*) FROM claimed), updated_at = %s
+    FROM locked WHERE i.id = locked.id AND EXISTS (SELECT 1 FROM claimed)
+    RETURNING i.*),
+logged AS (
+    INSERT INTO {EVENT} (instance_id, seq, type, node_id, step_id, payload, trace_id, created_at)
+    SELECT bumped.id, bumped.event_seq - numbered.total + numbered.n, 'step_started', numbered.node_id,
+        numbered.id, jsonb_build_object('visit', numbered.visit, 'attempt', numbered.attempt,
+                                        'worker', numbered.worker, 'queue', numbered.queue),
+        bumped.trace_id, %s
+    FROM numbered, bumped)
+SELECT {_cols('bumped', INSTANCE_COLUMNS)}, {_cols('numbered', STEP_COLUMNS)}
+FROM bumped, numbered ORDER BY numbered.id
+"""
+"""PG_CLAIM_STARTED for several queued steps of one instance (a batch job): their step_started
+events numbered in id order. Params: first step id, worker, token, now, now, lease until, step ids,
+now, now, now."""
+
+SQLITE_CLAIM_BATCH = (
+    f"UPDATE {STEP} SET status = 'running', attempt = attempt + 1, worker = %s, lease_token = %s, "
+    f"started_at = %s, heartbeat_at = %s, lease_until = %s "
+    f"WHERE id IN (SELECT value FROM json_each(%s)) AND status = 'queued' AND EXISTS (SELECT 1 FROM {INSTANCE} i "
+    f"WHERE i.id = {STEP}.instance_id AND (i.deadline IS NULL OR i.deadline >= %s) "
+    f"AND CASE WHEN substr({STEP}.node_id, 1, 11) = 'compensate:' THEN i.status = 'compensating' "
+    f"ELSE i.status IN ('pending', 'running', 'waiting') END) "
+    f"RETURNING {', '.join(STEP_COLUMNS)}"
+)
+"""SQLite's batch claim (the step ids as a JSON array). Params: worker, token, now, now, lease until,
+step ids, now."""
+
+SQLITE_BUMP_SEQ_BY = (
+    f"UPDATE {INSTANCE} SET event_seq = event_seq + %s, updated_at = %s WHERE id = %s "
+    f"RETURNING {', '.join(INSTANCE_COLUMNS)}"
+)
+"""Params: events added, now, instance id."""
+
 SQLITE_CLAIM_STARTED = (
     f"UPDATE {STEP} SET status = 'running', attempt = attempt + 1, worker = %s, lease_token = %s, "
     f"started_at = %s, heartbeat_at = %s, lease_until = %s "
@@ -97,11 +148,6 @@ SQLITE_CLAIM_STARTED = (
 """SQLite's claim, first of three statements in one IMMEDIATE transaction (the database is locked
 for writes, so no row lock is needed). Params: worker, token, now, now, lease until, step id, now."""
 
-SQLITE_BUMP_SEQ = (
-    f"UPDATE {INSTANCE} SET event_seq = event_seq + 1, updated_at = %s WHERE id = %s "
-    f"RETURNING {', '.join(INSTANCE_COLUMNS)}"
-)
-"""Params: now, instance id."""
 
 PG_EXTEND_LEASES = (
     f"UPDATE {STEP} AS s SET lease_until = %s, heartbeat_at = %s "
