@@ -55,7 +55,7 @@ from django.conf import settings
 from django.core.management.base import CommandError
 from django.db import close_old_connections, connections, transaction
 
-from workflows import dispatch, executor, rq_adapter
+from workflows import breakers, dispatch, executor, rq_adapter
 from workflows.engine import providers
 from workflows.engine.errors import StepTimeout
 
@@ -408,6 +408,9 @@ class AIConsumer:
                     claims = [job.claim for job in self._in_flight.values() if job.claim is not None]
                     if claims:
                         await self._quietly(self._in(self.db, _extend_leases, claims), "lease extension")
+                if breakers.has_pending():
+                    # Window counts this process aggregated (workflows/breakers.py): written when due.
+                    await self._quietly(self._in(self.db, breakers.flush_due), "circuit breaker counts")
                 if self.book.maintenance_due():
                     await self._quietly(self._book(self.book.maintain), "RQ maintenance")
                 if not self._dequeuer.is_alive() and not self._stop_dequeue.is_set():
