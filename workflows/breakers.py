@@ -7,8 +7,9 @@ open -> half-open -> closed) happens on it under its row lock. What stays in the
 - window counts: each process counts its outcomes and adds them to the row at most every
   `BREAKER_FLUSH_S`, in one locked transaction, or at once when an outcome may open the breaker
   (a failure while the window it knows fails at more than the ratio). A half-open trial's outcome
-  is always written at once. Pending counts are also written at process exit (atexit), at the end
-  of a forked work horse's job, on the ai consumer's tick, and by `flush()`.
+  is always written at once, and so is a process's first outcome (nothing written yet: a forked
+  work horse, which leaves with os._exit, writes its one call). Pending counts are also written at
+  process exit (atexit), on the ai consumer's tick, and by `flush()`.
 - the state `allow()` reads: cached `BREAKER_CACHE_S`, read without a lock; a closed breaker lets
   the call through, an open one still cooling down refuses it; only a due trial takes the row lock.
 

@@ -29,14 +29,3 @@ class StepWorker(_DjangoConnections, SimpleWorker):
 
 class ForkingStepWorker(_DjangoConnections, Worker):
     """Forks a work horse per job: slower, but a crashing handler only kills the horse."""
-
-    def perform_job(self, job: Any, queue: Any, execution: Any) -> bool:
-        # Runs in the horse, which leaves with os._exit (no atexit): write the circuit breakers'
-        # counts its llm call made before it goes.
-        from workflows import breakers
-
-        try:
-            return bool(super().perform_job(job, queue, execution))
-        finally:
-            if breakers.has_pending():
-                breakers.flush_quietly()

@@ -13,9 +13,10 @@ from typing import Any
 import pytest
 from django.db import connections
 
+from tests.conftest import chain, wait_for, wait_for_status
 from tests.engine.conftest import make_call
 from tests.support.llm_server import LLMTestServer
-from workflows import breakers
+from workflows import breakers, executor
 from workflows.engine import breaker as logic
 from workflows.engine import providers
 from workflows.engine.breaker_local import LocalCounts
@@ -313,3 +314,28 @@ def test_input_cannot_create_breaker_rows(conf: dict[str, Any]) -> None:
     assert list(BreakerState.objects.values_list("key", flat=True)) == ["openai:*"]
     assert json.loads(json.dumps(row("openai:*").buckets))  # one row holds all 50 calls
     assert window("openai:*") == (50, 0)
+
+
+def test_a_forked_work_horse_writes_its_call_and_only_its_own(processes, make_version) -> None:
+    """`run_worker --fork`: each job's horse is a fork that leaves with os._exit (no atexit). Its one
+    outcome reaches the row, and counts the parent held are not written twice by its children."""
+    node = {"id": "ask", "type": "llm", "queue": "default",
+            "config": {"provider": "scripted", "prompt": "x", "script": [{"text": "ok"}]}}
+    version = make_version(chain(node))
+    processes.start("run_worker", "default", "--fork")
+    for _ in range(3):
+        wait_for_status(executor.start_instance(version, {}), "completed", timeout=60)
+    assert window("scripted") == (3, 0)
+
+
+def test_the_ai_consumer_writes_pending_counts_when_calls_stop(processes, make_version) -> None:
+    """Counts waiting for the periodic write are written on the consumer's tick, not only when the
+    next call comes (or at exit): the consumer below stays up and idle."""
+    node = {"id": "ask", "type": "llm",
+            "config": {"provider": "scripted", "prompt": "x", "script": [{"text": "ok"}]}}
+    version = make_version(chain(node))
+    processes.start("run_worker", "ai", env={"STEADYFLOW_BREAKER_FLUSH_S": "1"})
+    instances = [executor.start_instance(version, {}) for _ in range(4)]
+    for instance in instances:
+        wait_for_status(instance, "completed", timeout=60)
+    wait_for(lambda: window("scripted") == (4, 0), timeout=20, message="all 4 calls in the breaker's window")
