@@ -170,6 +170,11 @@ STEADYFLOW = {
     "BREAKER_WINDOW_S": env_float("STEADYFLOW_BREAKER_WINDOW_S", 60.0, minimum=1.0),
     "BREAKER_MIN_CALLS": env_int("STEADYFLOW_BREAKER_MIN_CALLS", 5, minimum=1),
     "BREAKER_COOLDOWN_S": env_float("STEADYFLOW_BREAKER_COOLDOWN_S", 30.0, minimum=0.0),
+    # Each process adds its window counts to the shared row at most this often (a failure that may
+    # open the breaker, and a half-open trial's outcome, are written at once); 0 writes every call.
+    "BREAKER_FLUSH_S": env_float("STEADYFLOW_BREAKER_FLUSH_S", 1.0, minimum=0.0),
+    # How long a process trusts the breaker state it last read (no lock while closed).
+    "BREAKER_CACHE_S": env_float("STEADYFLOW_BREAKER_CACHE_S", 0.25, minimum=0.0),
     # What a TTL does to an instance past its deadline: halt into review, or fail.
     "TTL_ACTION": env_str("STEADYFLOW_TTL_ACTION", "halt"),
     # Four eyes: the user who started an instance may not approve its review items.

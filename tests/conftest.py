@@ -44,6 +44,17 @@ def _fresh_graph_cache() -> Iterator[None]:
     yield
 
 
+@pytest.fixture(autouse=True)
+def _fresh_breaker_counts() -> Iterator[None]:
+    """The circuit breakers' per-process counts and cached states belong to one test: none of it
+    may be written into the next test's database (or at exit, after the test database is gone)."""
+    from workflows import breakers
+
+    breakers.forget_local()
+    yield
+    breakers.forget_local()
+
+
 @pytest.fixture
 def redis_conn() -> Iterator[Any]:
     """The real Redis the queues use, emptied before the test (queues and live groups only)."""

@@ -57,7 +57,7 @@ from django.core.management.base import CommandError
 from django.db import close_old_connections, connections
 from django.utils import timezone
 
-from workflows import dispatch, rq_adapter, runtime
+from workflows import breakers, dispatch, rq_adapter, runtime
 from workflows.engine import providers
 from workflows.engine.errors import StepTimeout
 from workflows.store import get_store
@@ -411,6 +411,9 @@ class AIConsumer:
                     claims = [job.claim for job in self._in_flight.values() if job.claim is not None]
                     if claims:
                         await self._quietly(self._in(self.db, _extend_leases, claims), "lease extension")
+                if breakers.has_pending():
+                    # Window counts this process aggregated (workflows/breakers.py): written when due.
+                    await self._quietly(self._in(self.db, breakers.flush_due), "circuit breaker counts")
                 if self.book.maintenance_due():
                     await self._quietly(self._book(self.book.maintain), "RQ maintenance")
                 if not self._dequeuer.is_alive() and not self._stop_dequeue.is_set():

@@ -154,6 +154,7 @@ class MemoryGate:
         self.state = breaker.Breaker()
         self.now = 1000.0
         self.recorded: list[bool] = []
+        self.released = 0
 
     def allow(self) -> bool:
         self.state, ok = breaker.allow(self.state, self.now, self.config)
@@ -162,6 +163,10 @@ class MemoryGate:
     def record(self, ok: bool) -> None:
         self.recorded.append(ok)
         self.state = breaker.record(self.state, ok, self.now, self.config)
+
+    def release(self) -> None:
+        self.released += 1
+        self.state = breaker.release_trial(self.state)
 
 
 def test_the_gate_counts_successes_and_failures() -> None:
@@ -175,6 +180,19 @@ def test_the_gate_counts_successes_and_failures() -> None:
     with pytest.raises(ProviderError):
         run(failing)
     assert gate.recorded == [True, False]
+
+
+def test_a_permanent_provider_error_fails_the_step_without_counting() -> None:
+    """A request the provider refuses (HTTP 400: a bad model name) is the node's fault, not the
+    provider's: it must not count towards opening the breaker every workflow shares."""
+    gate = MemoryGate(breaker.BreakerConfig(min_calls=1))
+    call = scripted([{"error": "bad request", "permanent": True}])
+    call.breaker = gate
+    with pytest.raises(ProviderError) as info:
+        run(call)
+    assert info.value.permanent
+    assert gate.recorded == [] and gate.released == 1
+    assert gate.state.state == breaker.CLOSED
 
 
 def test_a_reply_with_an_unknown_route_still_counts_as_a_provider_success() -> None:

@@ -346,8 +346,10 @@ def test_failing_provider_opens_the_breaker_and_recovery_closes_it(processes, op
         with_rule = make_version(chain({"id": "ask", "type": "llm", "config": llm,
                                         "fallback": {"mode": "rule", "output": {"text": "static answer"}}}))
         without = make_version(chain({"id": "ask", "type": "llm", "config": llm}))
+        # m1 is declared (LLM_PRICES), so it has a breaker of its own: `openai:m1`.
         env = {"STEADYFLOW_LLM_BASE_URL": server.url, "STEADYFLOW_BREAKER_MIN_CALLS": "3",
-               "STEADYFLOW_BREAKER_COOLDOWN_S": "2", "STEADYFLOW_BREAKER_WINDOW_S": "60"}
+               "STEADYFLOW_BREAKER_COOLDOWN_S": "2", "STEADYFLOW_BREAKER_WINDOW_S": "60",
+               "STEADYFLOW_LLM_PRICES": json.dumps({"m1": {}})}
         settings.STEADYFLOW = {**settings.STEADYFLOW, "BREAKER_COOLDOWN_S": 2.0, "BREAKER_MIN_CALLS": 3}
         processes.worker("default", env=env)
         processes.worker("ai", env=env)
@@ -377,3 +379,33 @@ def test_failing_provider_opens_the_breaker_and_recovery_closes_it(processes, op
         assert BreakerState.objects.get(key="openai:m1").state == "closed"
     finally:
         server.stop()
+
+
+@pytest.mark.django_db(transaction=True)
+def test_a_workflow_with_a_bad_model_name_does_not_open_the_breaker_for_others(processes, make_version):
+    """The provider refuses one workflow's requests (HTTP 404, no such model): its steps fail, but the
+    breaker it shares with every other undeclared model stays closed, and other workflows are served."""
+    from tests.support.llm_server import LLMTestServer
+    from workflows.breakers import state_of
+
+    with LLMTestServer() as server:
+        server.configure(model="no-such-model", status=404)
+        broken = make_version(chain({"id": "ask", "type": "llm",
+                                     "config": {"provider": "openai", "model": "no-such-model", "prompt": "hi"}}))
+        fine = make_version(chain({"id": "ask", "type": "llm",
+                                   "config": {"provider": "openai", "model": "other-model", "prompt": "hi"}}))
+        env = {"STEADYFLOW_LLM_BASE_URL": server.url, "STEADYFLOW_BREAKER_MIN_CALLS": "3"}
+        processes.worker("default", env=env)
+        processes.worker("ai", env=env)
+        processes.scheduler(env=env)
+        failed = [executor.start_instance(broken, {}) for _ in range(6)]
+        for instance in failed:
+            wait_for_status(instance, "failed", timeout=60)
+            error = instance.steps.get(node_id="ask").error
+            assert error["code"] == "provider_error" and error["permanent"] and error["status"] == 404
+        assert state_of("openai:*") == "closed"
+        served = executor.start_instance(fine, {})
+        wait_for_status(served, "completed", timeout=60)
+        step = served.steps.get(node_id="ask")
+        assert step.output["text"] == "ok" and not step.degraded
+        assert [r["status"] for r in server.requests] == [404] * 6 + [200]

@@ -3,6 +3,9 @@
 closed -> open when, within the last `window_s`, at least `min_calls` calls were made and more than
 `failure_ratio` of them failed. open -> half_open after `cooldown_s`: one trial call at a time is let
 through; a success closes the breaker (and clears the window), a failure opens it again.
+
+Outcomes arrive one at a time (`record`: a half-open trial's result) or as counts a process
+aggregated (`merge`: the window's counts, see breaker_local.py); both move the state the same way.
 """
 
 from __future__ import annotations
@@ -46,6 +49,28 @@ def _pruned(buckets: dict[str, list[int]], now: float, config: BreakerConfig) ->
     return {k: list(v) for k, v in buckets.items() if float(k) + config.bucket_s > horizon}
 
 
+def bucket_key(now: float, config: BreakerConfig) -> str:
+    """The window bucket an outcome at `now` is counted in (its start, epoch seconds)."""
+    return str(int(now // config.bucket_s * config.bucket_s))
+
+
+def add_counts(buckets: dict[str, list[int]], more: dict[str, list[int]]) -> dict[str, list[int]]:
+    out = {k: list(v) for k, v in buckets.items()}
+    for key, (calls, failures) in more.items():
+        have = out.get(key, [0, 0])
+        out[key] = [have[0] + calls, have[1] + failures]
+    return out
+
+
+def _tripped(breaker: Breaker, now: float, config: BreakerConfig) -> Breaker:
+    """A closed breaker whose window is over the threshold opens."""
+    if breaker.state == CLOSED:
+        total, failed = breaker.counts(now, config)
+        if total >= config.min_calls and failed / total > config.failure_ratio:
+            return replace(breaker, state=OPEN, opened_at=now, trial_started_at=None)
+    return breaker
+
+
 def allow(breaker: Breaker, now: float, config: BreakerConfig) -> tuple[Breaker, bool]:
     """May a call go to the provider now? Returns the (possibly moved-on) state and the answer."""
     if breaker.state == CLOSED:
@@ -66,13 +91,21 @@ def record(breaker: Breaker, ok: bool, now: float, config: BreakerConfig) -> Bre
         if ok:
             return Breaker(state=CLOSED)
         return Breaker(state=OPEN, buckets=_pruned(breaker.buckets, now, config), opened_at=now)
-    buckets = _pruned(breaker.buckets, now, config)
-    key = str(int(now // config.bucket_s * config.bucket_s))
-    calls, failures = buckets.get(key, [0, 0])
-    buckets[key] = [calls + 1, failures + (0 if ok else 1)]
-    updated = replace(breaker, buckets=buckets)
-    if updated.state == CLOSED:
-        total, failed = updated.counts(now, config)
-        if total >= config.min_calls and failed / total > config.failure_ratio:
-            return replace(updated, state=OPEN, opened_at=now, trial_started_at=None)
-    return updated
+    return merge(breaker, {bucket_key(now, config): [1, 0 if ok else 1]}, now, config)
+
+
+def merge(breaker: Breaker, counts: dict[str, list[int]], now: float, config: BreakerConfig) -> Breaker:
+    """Add outcomes counted elsewhere ({bucket start: [calls, failures]}) to the window; a closed
+    breaker then over the threshold opens. Counts never decide a half-open trial: only `record` does."""
+    if not counts:
+        return breaker
+    buckets = _pruned(add_counts(breaker.buckets, counts), now, config)
+    return _tripped(replace(breaker, buckets=buckets), now, config)
+
+
+def release_trial(breaker: Breaker) -> Breaker:
+    """The half-open trial call ended without a verdict on the provider (it was refused as a bad
+    request): free the slot so the next call becomes the trial, instead of waiting trial_timeout_s."""
+    if breaker.state == HALF_OPEN and breaker.trial_started_at is not None:
+        return replace(breaker, trial_started_at=None)
+    return breaker

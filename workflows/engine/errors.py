@@ -63,7 +63,7 @@ class CircuitOpen(StepError):
 
 
 class ProviderError(StepError):
-    """An LLM provider failed; counts against that provider's circuit breaker."""
+    """An LLM provider failed; a transient one (5xx, 429, unreachable) counts against its circuit breaker."""
 
     code = "provider_error"
 

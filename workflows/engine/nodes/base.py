@@ -32,6 +32,10 @@ class BreakerGate(Protocol):
 
     def record(self, ok: bool) -> None: ...
 
+    def release(self) -> None:
+        """The call ended without a verdict on the provider (a permanent error caused by the request):
+        count nothing, but free a half-open trial slot the call held."""
+
 
 @dataclass
 class StepCall:

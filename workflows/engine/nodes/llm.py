@@ -1,6 +1,7 @@
 from __future__ import annotations
 
 import asyncio
+from functools import partial
 from typing import Any, ClassVar
 
 from workflows.engine import providers
@@ -89,9 +90,12 @@ class LLM(NodeKind):
             return _fallback(call, gate.key)
         try:
             reply = await self._call_provider(call, routes)
-        except (ProviderError, StepTimeout):
+        except (ProviderError, StepTimeout) as exc:
             if gate is not None:
-                await asyncio.to_thread(gate.record, False)
+                # Only provider-side failures count (5xx, 429, timeouts, unreachable): a permanent
+                # error (400/404/422: a bad model name, a bad request) is this node's own, and must not
+                # open the provider's breaker for every workflow. It fails the step all the same.
+                await asyncio.to_thread(gate.release if exc.permanent else partial(gate.record, False))
             raise
         if gate is not None:
             await asyncio.to_thread(gate.record, True)
