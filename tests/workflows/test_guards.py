@@ -398,13 +398,13 @@ def test_a_workflow_with_a_bad_model_name_does_not_open_the_breaker_for_others(p
         processes.worker("default", env=env)
         processes.worker("ai", env=env)
         processes.scheduler(env=env)
-        failed = [executor.start_instance(broken, {}) for _ in range(6)]
+        failed = [runtime.start_instance(broken, {}) for _ in range(6)]
         for instance in failed:
             wait_for_status(instance, "failed", timeout=60)
             error = instance.steps.get(node_id="ask").error
             assert error["code"] == "provider_error" and error["permanent"] and error["status"] == 404
         assert state_of("openai:*") == "closed"
-        served = executor.start_instance(fine, {})
+        served = runtime.start_instance(fine, {})
         wait_for_status(served, "completed", timeout=60)
         step = served.steps.get(node_id="ask")
         assert step.output["text"] == "ok" and not step.degraded
