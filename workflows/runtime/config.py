@@ -83,8 +83,9 @@ def person_kinds() -> tuple[str, ...]:
 
 
 def to_json(value: Any) -> str:
-    """The one serialisation of a payload: used for the size check and for the write."""
-    return json.dumps(value, default=str, separators=(",", ":"))
+    """The one serialisation of a payload: used for the size check and for the write (the size a
+    user is told is that of this text)."""
+    return json.dumps(value, default=str)
 
 
 def check_payload(what: str, value: Any) -> str:
