@@ -27,6 +27,7 @@ from workflows.store.sql import SqlStore
 
 log = logging.getLogger("steadyflow.store")
 TRANSACTION_CONTROL = frozenset({"BEGIN", "COMMIT"})
+RETURNING = frozenset({sql.INSERT_STEP})
 
 
 class PostgresStore(SqlStore):
@@ -47,12 +48,18 @@ class PostgresStore(SqlStore):
             cursor.execute(statement, params, prepare=True)
             return cursor.fetchone()
 
+    # Guarded writes fail the statement itself: no row count to check afterwards.
+    checks_rowcount = False
+
     def run_batch(self, batch: list[tuple[str, Sequence[Any]]]) -> list[Any]:
+        """One pipeline: one round trip. Statements whose results are read (RETURNING) get a cursor
+        each; the rest share one (a cursor costs more Python than the statement's own work)."""
         conn = self.raw()
+        shared = psycopg.Cursor(conn)
         cursors = []
         with conn.pipeline():
             for statement, params in batch:
-                cursor = psycopg.Cursor(conn)
+                cursor = psycopg.Cursor(conn) if statement in RETURNING else shared
                 cursor.execute(statement, params, prepare=statement not in TRANSACTION_CONTROL)
                 cursors.append(cursor)
         return cursors
