@@ -139,6 +139,42 @@ def start_instance(request: HttpRequest, slug: str) -> JsonResponse:
     return JsonResponse(instance_json(instance), status=201)
 
 
+BULK_START_MOST = 1000
+
+
+@api_view(("POST",), perm="workflows.add_workflowinstance")
+def start_instances(request: HttpRequest, slug: str) -> JsonResponse:
+    """Start many instances in one transaction: {"inputs": [{...}, ...], "idempotency_keys": [...]}."""
+    definition = _get_definition_for_user(request, slug)
+    version = definition.latest_version()
+    if version is None:
+        return error(409, f"workflow {slug!r} has no saved version")
+    try:
+        body = _json_body(request)
+    except ValueError as exc:
+        return error(400, str(exc))
+    inputs = body.get("inputs") if isinstance(body, dict) else None
+    if not isinstance(inputs, list) or not inputs or not all(isinstance(item, dict) for item in inputs):
+        return error(400, "'inputs' must be a non-empty list of JSON objects")
+    if len(inputs) > BULK_START_MOST:
+        return error(400, f"at most {BULK_START_MOST} instances per request (got {len(inputs)})")
+    keys = body.get("idempotency_keys")
+    if keys is not None and (not isinstance(keys, list) or len(keys) != len(inputs)
+                             or not all(key is None or (isinstance(key, str) and 0 < len(key) <= 200)
+                                        for key in keys)):
+        return error(400, "'idempotency_keys' must be a list with one key (a string of 1-200 characters, or "
+                          "null) per input")
+    try:
+        instances = runtime.start_instances(version, inputs, idempotency_keys=keys, user=request.user)
+    except PayloadTooLarge as exc:
+        return error(413, exc.message)
+    except ValueError as exc:
+        return error(400, str(exc))
+    except GraphInvalid as exc:
+        return error(400, "the saved graph is invalid", errors=[i.as_dict() for i in exc.issues])
+    return JsonResponse({"instances": [instance_json(instance) for instance in instances]}, status=201)
+
+
 @api_view(("GET",), perm="workflows.view_workflowinstance")
 def instance(request: HttpRequest, instance_id: int) -> JsonResponse:
     return JsonResponse(instance_json(_get_instance_for_user(request, instance_id)))

@@ -19,6 +19,7 @@ urlpatterns = [
     path("api/node-types", api.node_types, name="api-node-types"),
     path("api/validate", api.validate, name="api-validate"),
     path("api/workflows/<slug:slug>/instances", api.start_instance, name="api-start"),
+    path("api/workflows/<slug:slug>/instances/bulk", api.start_instances, name="api-start-many"),
     path("api/workflows/<slug:slug>/versions", editor_api.versions, name="api-editor-versions"),
     path("api/workflows/<slug:slug>/versions/<int:number>", editor_api.version_detail, name="api-editor-version"),
     path("api/workflows/<slug:slug>/versions/<int:number>/restore", editor_api.restore,

@@ -180,6 +180,33 @@ def test_start_rejects_bad_input_with_json_errors(operator, flow, settings):
     assert WorkflowInstance.objects.count() == 0
 
 
+def test_bulk_start_commits_every_instance_in_one_request(operator, flow):
+    url = START.format(slug="api-flow") + "/bulk"
+    response = post_json(operator, url, {"inputs": [{"n": 1}, {"n": 2}, {"n": 3}],
+                                          "idempotency_keys": ["b-1", None, "b-3"]})
+    assert response.status_code == 201
+    bodies = response.json()["instances"]
+    assert [b["context"] for b in bodies] == [{"n": 1}, {"n": 2}, {"n": 3}]
+    assert all(b["status"] == "running" for b in bodies)
+    again = post_json(operator, url, {"inputs": [{"n": 1}, {"n": 4}], "idempotency_keys": ["b-1", "b-4"]})
+    assert again.json()["instances"][0]["id"] == bodies[0]["id"]
+    assert WorkflowInstance.objects.count() == 4
+    assert WorkflowInstance.objects.filter(steps__node_id="work", steps__status="queued").count() == 4
+
+
+def test_bulk_start_rejects_bad_bodies_with_json_errors(operator, viewer, flow):
+    url = START.format(slug="api-flow") + "/bulk"
+    assert_error(post_json(operator, url, {"inputs": []}), 400, "'inputs' must be a non-empty list")
+    assert_error(post_json(operator, url, {"inputs": [1]}), 400, "'inputs' must be a non-empty list")
+    assert_error(post_json(operator, url, {"inputs": [{}] * 1001}), 400, "at most 1000 instances")
+    assert_error(post_json(operator, url, {"inputs": [{}], "idempotency_keys": ["a", "b"]}), 400,
+                 "'idempotency_keys' must be a list")
+    assert_error(post_json(operator, url, {"inputs": [{}, {}], "idempotency_keys": ["a", "a"]}), 400,
+                 "an idempotency key appears twice")
+    assert_error(post_json(viewer, url, {"inputs": [{}]}), 403, "permission denied")
+    assert WorkflowInstance.objects.count() == 0
+
+
 def test_start_unknown_or_archived_workflow_is_a_json_404(operator, flow):
     assert_error(post_json(operator, START.format(slug="nope"), {}), 404, "workflow 'nope' does not exist")
     WorkflowDefinition.objects.filter(slug="api-flow").update(archived=True)

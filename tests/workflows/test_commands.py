@@ -131,6 +131,24 @@ def test_run_workflow_idempotency_key_returns_the_same_instance():
 
 
 @pytest.mark.django_db
+def test_run_workflow_inputs_file_starts_one_instance_per_line_in_one_go(tmp_path):
+    run("load_examples")
+    lines = tmp_path / "inputs.jsonl"
+    lines.write_text('{"question": "a"}\n\n{"question": "b"}\n')
+    out = run("run_workflow", "react-agent", "--inputs", str(lines)).splitlines()
+    summaries = [json.loads(line) for line in out]
+    assert [s["status"] for s in summaries] == ["running", "running"]
+    assert len({s["instance"] for s in summaries}) == 2
+    assert sorted(i.input["question"] for i in WorkflowInstance.objects.all()) == ["a", "b"]
+    lines.write_text('{"question": "a"}\n[1]\n')
+    assert command_error("run_workflow", "react-agent", "--inputs", str(lines)) == \
+        f"{lines} line 2 must be a JSON object"
+    lines.write_text("\n")
+    assert command_error("run_workflow", "react-agent", "--inputs", str(lines)) == f"{lines} holds no start input"
+    assert WorkflowInstance.objects.count() == 2
+
+
+@pytest.mark.django_db
 def test_run_workflow_input_errors():
     run("load_examples")
     assert command_error("run_workflow", "react-agent", "--input", "{nope") == \

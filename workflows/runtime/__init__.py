@@ -2,7 +2,7 @@
 
 Public API (nothing outside this package imports a private name from it):
 
-- starting: `start_instance`
+- starting: `start_instance`, `start_instances` (many in one transaction)
 - a worker's step: `claim_step`, `build_call`, `run_claimed`, `finish_step`,
   `finish_step_reconnecting`, `release_step`, `run_step` (the whole loop for one job)
 - from outside: `cancel_instance`, `expire_instance`
@@ -35,11 +35,11 @@ from workflows.runtime.lifecycle import (
     finish_steps,
     lock,
     release_step,
-    start_instance,
     timeout_for,
 )
 from workflows.runtime.loop import finish_step_reconnecting, run_claimed, run_step, run_steps
 from workflows.runtime.records import Claim, Outcome, StepOutputs, as_step_error
+from workflows.runtime.starting import start_instance, start_instances
 from workflows.runtime.transitions import (
     activate,
     budget_exceeded,
@@ -57,5 +57,5 @@ __all__ = [
     "compensation_node", "conf", "engine_config", "expire_instance", "finish_step", "finish_step_reconnecting",
     "finish_steps", "fired_edges", "graph_for_version", "keeper", "lock", "node_for_step", "queue_for",
     "release_step", "resolve", "resume", "run_claimed", "run_step", "run_steps", "start_compensation",
-    "start_instance", "stop_instance", "timeout_for",
+    "start_instance", "start_instances", "stop_instance", "timeout_for",
 ]

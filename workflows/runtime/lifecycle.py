@@ -20,7 +20,6 @@ from datetime import datetime, timedelta
 from decimal import Decimal
 from typing import Any
 
-from django.db import IntegrityError
 from django.utils import timezone
 
 from workflows import store as stores
@@ -28,7 +27,7 @@ from workflows.engine import expressions
 from workflows.engine.errors import ExpressionError, PayloadTooLarge, PermanentStepError
 from workflows.engine.nodes import NodeResult, StepCall, get_kind
 from workflows.engine.statuses import INSTANCE_ACTIVE, InstanceStatus, StepStatus
-from workflows.models import StepRun, WorkflowInstance, WorkflowVersion
+from workflows.models import StepRun, WorkflowInstance
 from workflows.runtime import transitions as tx
 from workflows.runtime.config import (
     check_payload,
@@ -42,61 +41,6 @@ from workflows.runtime.records import Claim, Outcome, StepOutputs
 from workflows.runtime.unit import UnitOfWork
 
 log = logging.getLogger("steadyflow.runtime")
-
-
-# --- Starting -----------------------------------------------------------------------------------
-
-def start_instance(version: WorkflowVersion, start_input: dict[str, Any] | None = None, *,
-                   idempotency_key: str | None = None, user: Any = None,
-                   now: datetime | None = None) -> WorkflowInstance:
-    """Create an instance and run its start node, all in one transaction.
-
-    A repeated idempotency key returns the instance the first request created.
-    """
-    start_input = dict(start_input or {})
-    check_payload("start input", start_input)
-    store = stores.get_store()
-    if idempotency_key:
-        existing = store.instance_by_key(idempotency_key)
-        if existing is not None:
-            return existing
-    try:
-        return _create_instance(version, start_input, idempotency_key, user, now or timezone.now())
-    except IntegrityError:
-        # Two requests with one key raced past the lookup: the unique key let one commit.
-        existing = store.instance_by_key(idempotency_key) if idempotency_key else None
-        if existing is None:
-            raise
-        return existing
-
-
-def _create_instance(version: WorkflowVersion, start_input: dict[str, Any], idempotency_key: str | None,
-                     user: Any, now: datetime) -> WorkflowInstance:
-    graph = graph_for_version(version.pk)
-    ttl = graph.settings.ttl_s or conf("DEFAULT_TTL_S")
-    budget = graph.settings.budget_usd
-    store = stores.get_store()
-    with store.atomic():
-        instance = store.create_instance(
-            version=version, status=InstanceStatus.RUNNING, input=start_input, context=dict(start_input),
-            state={"visits": {}, "joins": {}, "budget_tokens": graph.settings.budget_tokens},
-            max_transitions=graph.settings.max_transitions or conf("DEFAULT_MAX_TRANSITIONS"),
-            deadline=now + timedelta(seconds=ttl),
-            idempotency_key=idempotency_key or None, created_by=user if getattr(user, "pk", None) else None,
-            created_at=now, updated_at=now,
-            budget_usd=Decimal(str(budget)) if budget is not None else None,
-        )
-        uow = UnitOfWork(instance, graph, now)
-        uow.event("instance_started", version=version.number, definition=version.definition.slug,
-                  trace_id=instance.trace_id)
-        start = graph.start_node
-        uow.set_instance(loop_count=1, state=instance.state)
-        step = tx.new_step(uow, start)
-        step.output = start_input
-        tx.resolve(uow, step, tx.fired_edges(uow, start, start_input))
-        store.apply(uow)
-    log.info("instance started", extra={"instance": instance.pk, "trace_id": instance.trace_id})
-    return instance
 
 
 # --- Claiming -----------------------------------------------------------------------------------

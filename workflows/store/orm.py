@@ -51,13 +51,16 @@ class OrmStore:
 
     # --- Instances ------------------------------------------------------------------------------
 
-    def create_instance(self, **fields: Any) -> WorkflowInstance:
-        instance: WorkflowInstance = WorkflowInstance.objects.create(**fields)
-        return instance
+    def create_instances(self, instances: list[WorkflowInstance]) -> list[WorkflowInstance]:
+        """Insert new instances in one statement (their ids come back with them)."""
+        created: list[WorkflowInstance] = WorkflowInstance.objects.bulk_create(instances)
+        return created
 
-    def instance_by_key(self, key: str) -> WorkflowInstance | None:
-        found: WorkflowInstance | None = WorkflowInstance.objects.filter(idempotency_key=key).first()
-        return found
+    def instances_by_keys(self, keys: list[str]) -> dict[str, WorkflowInstance]:
+        if not keys:
+            return {}
+        return {instance.idempotency_key: instance
+                for instance in WorkflowInstance.objects.filter(idempotency_key__in=keys)}
 
     def lock_instance(self, instance_id: int) -> WorkflowInstance:
         # The row lock serialises every transition of one instance: joins, loop counter, event seq.
@@ -177,7 +180,7 @@ class OrmStore:
 
     # --- Writing a unit of work -------------------------------------------------------------------
 
-    def apply(self, unit: UnitOfWork) -> None:
+    def apply(self, unit: UnitOfWork, *, effects: bool = True) -> None:
         """Write everything the unit recorded, in the caller's transaction; effects after COMMIT."""
         inst = unit.instance
         self._apply_steps(unit)
@@ -197,7 +200,15 @@ class OrmStore:
             state = unit.checkpoint_state()
             Checkpoint.objects.create(instance_id=inst.pk, seq=inst.event_seq, state=state,
                                       checksum=Checkpoint.checksum_of(state), created_at=unit.now)
-        self.after_commit(unit)
+        if effects:
+            self.after_commit(unit)
+
+    def apply_many(self, units: list[UnitOfWork]) -> None:
+        """Write several units (of different instances) in the caller's transaction; their jobs are
+        enqueued together after COMMIT."""
+        for unit in units:
+            self.apply(unit, effects=False)
+        self.after_commit_many(units)
 
     def _apply_steps(self, unit: UnitOfWork) -> None:
         for step in unit.new_steps:
@@ -216,10 +227,29 @@ class OrmStore:
         if unit.events:
             from workflows import live
 
-            inst = unit.instance
-            messages = [message(inst.pk, e.seq, e.type, e.node_id, e.step.pk if e.step is not None else None,
-                                unit.event_payload(e), unit.now) for e in unit.events]
+            messages = self.messages(unit)
             self.on_commit(lambda: live.publish(messages))
+
+    def after_commit_many(self, units: list[UnitOfWork]) -> None:
+        """The effects of several units: all their jobs in one enqueue (no batching across instances)."""
+        from workflows import dispatch, live
+
+        jobs = [job for unit in units for job in unit.jobs()]
+        published = [self.messages(unit) for unit in units if unit.events]
+
+        def effects() -> None:
+            if jobs:
+                dispatch.enqueue_steps(jobs)
+            for messages in published:
+                live.publish(messages)
+
+        self.on_commit(effects)
+
+    @staticmethod
+    def messages(unit: UnitOfWork) -> list[dict[str, Any]]:
+        inst = unit.instance
+        return [message(inst.pk, e.seq, e.type, e.node_id, e.step.pk if e.step is not None else None,
+                        unit.event_payload(e), unit.now) for e in unit.events]
 
 
 def loads(value: Any) -> Any:

@@ -217,7 +217,24 @@ class SqlStore(OrmStore):
                                                   hashlib.sha256(text.encode()).hexdigest(), now)))
         return batch, len(steps)
 
-    def apply(self, unit: UnitOfWork) -> None:
+    def apply_many(self, units: list[UnitOfWork]) -> None:
+        """Several units (of different instances: a bulk start) in one batch, one round trip."""
+        if any(unit.new_reviews for unit in units):
+            super().apply_many(units)
+            return
+        batch: list[tuple[str, Sequence[Any]]] = []
+        spans = []
+        for unit in units:
+            statements, steps = self.unit_batch(unit)
+            spans.append((len(batch) + 1, steps))
+            batch += statements
+        with connection.wrap_database_errors:
+            cursors = self.run_batch(batch)
+            for unit, (first, steps) in zip(units, spans, strict=True):
+                self._check_steps(unit, cursors[first:first + steps])
+        self.after_commit_many(units)
+
+    def apply(self, unit: UnitOfWork, *, effects: bool = True) -> None:
         if unit.new_reviews:
             # Review items are rare (halts, human tasks) and need their step's id, and their own id
             # goes into an event: write the steps first, the items through the ORM, then the rest.
@@ -235,7 +252,8 @@ class SqlStore(OrmStore):
         with connection.wrap_database_errors:
             cursors = self.run_batch(batch)
             self._check_steps(unit, cursors[1:1 + steps])
-        self.after_commit(unit)
+        if effects:
+            self.after_commit(unit)
 
     @staticmethod
     def _checkpoint_text(unit: UnitOfWork, context_json: str, state_json: str) -> str:

@@ -31,8 +31,14 @@ class Command(BaseCommand):
         parser.add_argument("--idempotency-key", default=None)
         parser.add_argument("--burst", action="store_true",
                             help="run the steps in this process (no workers needed); implies waiting")
+        parser.add_argument("--inputs", default=None, metavar="FILE",
+                            help="start one instance per line of FILE (JSON objects; - for stdin), all in one "
+                                 "transaction; prints one JSON line per instance")
 
     def handle(self, *args: Any, **options: Any) -> None:
+        if options["inputs"] is not None:
+            self._start_many(options)
+            return
         try:
             start_input = json.loads(options["input"])
         except json.JSONDecodeError as exc:
@@ -59,6 +65,39 @@ class Command(BaseCommand):
                 time.sleep(0.1)
         instance.refresh_from_db()
         self.stdout.write(json.dumps(run_summary(instance), default=str))
+
+    def _start_many(self, options: dict[str, Any]) -> None:
+        source = options["inputs"]
+        try:
+            text = self.stdin.read() if source == "-" else Path(source).read_text()
+        except OSError as exc:
+            raise CommandError(f"cannot read {source}: {exc.strerror}") from None
+        inputs = []
+        for number, line in enumerate(text.splitlines(), start=1):
+            if not line.strip():
+                continue
+            try:
+                value = json.loads(line)
+            except json.JSONDecodeError as exc:
+                raise CommandError(f"{source} line {number} is not valid JSON: {exc.msg}") from None
+            if not isinstance(value, dict):
+                raise CommandError(f"{source} line {number} must be a JSON object")
+            inputs.append(value)
+        if not inputs:
+            raise CommandError(f"{source} holds no start input")
+        version = self._version(options["workflow"])
+        try:
+            instances = runtime.start_instances(version, inputs)
+        except PayloadTooLarge as exc:
+            raise CommandError(exc.message) from None
+        for instance in instances:
+            self.stdout.write(json.dumps(run_summary(instance), default=str))
+
+    @property
+    def stdin(self) -> Any:
+        import sys
+
+        return sys.stdin
 
     def _version(self, ref: str) -> Any:
         if ref.endswith(".json") or os.path.sep in ref:

@@ -1,0 +1,104 @@
+"""Starting instances: one, or many in one transaction with one round of enqueues after it.
+
+A start creates the instance, runs its start node (structural: it completes in the same
+transaction) and activates what follows, committing steps, events and a checkpoint together. A
+repeated idempotency key returns the instance the first request created.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Sequence
+from datetime import datetime, timedelta
+from decimal import Decimal
+from typing import Any
+
+from django.db import IntegrityError
+from django.utils import timezone
+
+from workflows import store as stores
+from workflows.engine.statuses import InstanceStatus
+from workflows.models import WorkflowInstance, WorkflowVersion
+from workflows.runtime import transitions as tx
+from workflows.runtime.config import check_payload, conf, graph_for_version
+from workflows.runtime.unit import UnitOfWork
+
+log = logging.getLogger("steadyflow.runtime")
+
+
+def start_instance(version: WorkflowVersion, start_input: dict[str, Any] | None = None, *,
+                   idempotency_key: str | None = None, user: Any = None,
+                   now: datetime | None = None) -> WorkflowInstance:
+    """Create an instance and run its start node, all in one transaction."""
+    return start_instances(version, [start_input or {}], idempotency_keys=[idempotency_key], user=user,
+                           now=now)[0]
+
+
+def start_instances(version: WorkflowVersion, inputs: Sequence[dict[str, Any]], *,
+                    idempotency_keys: Sequence[str | None] | None = None, user: Any = None,
+                    now: datetime | None = None) -> list[WorkflowInstance]:
+    """Start one instance per input, all in one transaction, their first jobs enqueued together
+    after it commits (one Redis round trip per queue). Returns the instances in input order; where
+    an idempotency key was used before, the instance that first used it."""
+    keys = list(idempotency_keys or [None] * len(inputs))
+    if len(keys) != len(inputs):
+        raise ValueError("one idempotency key (or None) per input")
+    inputs = [dict(start_input or {}) for start_input in inputs]
+    for start_input in inputs:
+        check_payload("start input", start_input)
+    store = stores.get_store()
+    existing = store.instances_by_keys([key for key in keys if key])
+    todo = [i for i, key in enumerate(keys) if not key or key not in existing]
+    if len(set(keys[i] for i in todo if keys[i])) < len([i for i in todo if keys[i]]):
+        raise ValueError("an idempotency key appears twice in one bulk start")
+    created: dict[int, WorkflowInstance] = {}
+    if todo:
+        try:
+            made = _create(version, [(inputs[i], keys[i]) for i in todo], user, now or timezone.now())
+            created = dict(zip(todo, made, strict=True))
+        except IntegrityError:
+            # Another request with one of these keys raced past the lookup: the unique key let it
+            # commit first. Nothing of this transaction stands; each start is made again on its own,
+            # where it either commits or finds its twin.
+            keyed = [key for key in (keys[i] for i in todo) if key]
+            if not keyed:
+                raise
+            if len(todo) > 1:
+                return [start_instance(version, inputs[i], idempotency_key=keys[i], user=user, now=now)
+                        for i in range(len(inputs))]
+            existing.update(store.instances_by_keys(keyed))
+            if keyed[0] not in existing:
+                raise
+    return [created[i] if i in created else existing[keys[i] or ""] for i in range(len(inputs))]
+
+
+def _create(version: WorkflowVersion, items: list[tuple[dict[str, Any], str | None]], user: Any,
+            now: datetime) -> list[WorkflowInstance]:
+    graph = graph_for_version(version.pk)
+    ttl = graph.settings.ttl_s or conf("DEFAULT_TTL_S")
+    budget = graph.settings.budget_usd
+    store = stores.get_store()
+    units: list[UnitOfWork] = []
+    with store.atomic():
+        instances = store.create_instances([WorkflowInstance(
+            version=version, status=InstanceStatus.RUNNING, input=start_input, context=dict(start_input),
+            state={"visits": {}, "joins": {}, "budget_tokens": graph.settings.budget_tokens},
+            max_transitions=graph.settings.max_transitions or conf("DEFAULT_MAX_TRANSITIONS"),
+            deadline=now + timedelta(seconds=ttl), idempotency_key=key or None,
+            created_by=user if getattr(user, "pk", None) else None, created_at=now, updated_at=now,
+            budget_usd=Decimal(str(budget)) if budget is not None else None,
+        ) for start_input, key in items])
+        for instance in instances:
+            uow = UnitOfWork(instance, graph, now)
+            uow.event("instance_started", version=version.number, definition=version.definition.slug,
+                      trace_id=instance.trace_id)
+            start = graph.start_node
+            uow.set_instance(loop_count=1, state=instance.state)
+            step = tx.new_step(uow, start)
+            step.output = instance.input
+            tx.resolve(uow, step, tx.fired_edges(uow, start, instance.input))
+            units.append(uow)
+        store.apply_many(units)
+    for instance in instances:
+        log.info("instance started", extra={"instance": instance.pk, "trace_id": instance.trace_id})
+    return instances
