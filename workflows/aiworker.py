@@ -167,8 +167,10 @@ class AIConsumer:
             lambda: rq_adapter.JobBook(queue, connection or django_rq.get_connection(queue), name=self.name,
                                        monitoring_interval=self.monitoring_interval), self.outage)
         self.book.outage = self.outage
-        # RQ's pubsub listener logs every reconnection attempt: once per outage is enough.
-        self.book.worker.log.addFilter(RQConnectionLogFilter(self.outage))
+        # RQ's pubsub listener logs every reconnection attempt: once per outage is enough (removed
+        # at exit: RQ's logger is shared by every worker of the process).
+        self._log_filter = RQConnectionLogFilter(self.outage)
+        self.book.worker.log.addFilter(self._log_filter)
         # ORM work per LLM step is a few short transactions (claim, build, breaker, finish): a few
         # threads keep up with hundreds of calls in flight (SQLite serialises writers anyway).
         self.db = DjangoThreadPool(int(conf["AI_DB_THREADS"]), "sf-ai-db")
@@ -200,6 +202,7 @@ class AIConsumer:
             # expires and the reconciler takes it back.
             self.sync.shutdown(wait=False, cancel_futures=True)
             self.bookkeeper.shutdown(wait=True)
+            self.book.worker.log.removeFilter(self._log_filter)
         log.info("ai consumer %s stopped after %d job(s)", self.name, self.jobs_done)
         return self.exit_code
 

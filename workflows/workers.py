@@ -52,6 +52,7 @@ class _RidesOutRedisOutages:
 
     _outage: Outage | None = None
     _stopping = False
+    _log_filter: RQConnectionLogFilter | None = None
 
     @property
     def outage(self) -> Outage:
@@ -74,9 +75,10 @@ class _RidesOutRedisOutages:
     # --- Start and stop -------------------------------------------------------------------------
 
     def bootstrap(self, *args: Any, **kwargs: Any) -> None:
-        # RQ logs every retry of its dequeue and pubsub loops: route those to the outage log.
-        if not any(isinstance(f, RQConnectionLogFilter) for f in self.log.filters):
-            self.log.addFilter(RQConnectionLogFilter(self.outage))
+        # RQ logs every retry of its dequeue and pubsub loops: route those to the outage log
+        # (until teardown: RQ's logger is shared by every worker of the process).
+        self._log_filter = RQConnectionLogFilter(self.outage)
+        self.log.addFilter(self._log_filter)
         # Its Redis calls (birth, subscription, state) are retried by the overrides below.
         super().bootstrap(*args, **kwargs)  # type: ignore[misc]
 
@@ -101,14 +103,18 @@ class _RidesOutRedisOutages:
 
     def teardown(self) -> None:
         # Best effort: with Redis away the worker's record expires on its own (its TTL).
-        if self.outage.down:
-            log.warning("worker %s: Redis unreachable at exit: its worker record expires by itself", self.name)
-            return
         try:
-            super().teardown()  # type: ignore[misc]
+            if self.outage.down:
+                log.warning("worker %s: Redis unreachable at exit: its worker record expires by itself",
+                            self.name)
+            else:
+                super().teardown()  # type: ignore[misc]
         except REDIS_ERRORS as exc:
             log.warning("worker %s: could not record its death in Redis (%s); its record expires by itself",
                         self.name, exc)
+        finally:
+            if self._log_filter is not None:
+                self.log.removeFilter(self._log_filter)
 
     def request_stop(self, signum: Any, frame: Any) -> None:
         self._stopping = True
@@ -140,6 +146,9 @@ class _RidesOutRedisOutages:
 
     def run_maintenance_tasks(self) -> None:
         self._until_reachable(super().run_maintenance_tasks)  # type: ignore[misc]
+        # Redis may have restarted empty within redis-py's own retries, unnoticed here: the
+        # worker's record is checked at each maintenance (every 10 minutes) as well.
+        self._register_again()
 
     def dequeue_job_and_maintain_ttl(self, timeout: int | None, max_idle_time: int | None = None) -> Any:
         return self._until_reachable(

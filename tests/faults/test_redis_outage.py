@@ -63,13 +63,17 @@ def outage(private_redis: Any, processes: Any, procs: list[subprocess.Popen[byte
 
 
 def check_survived(processes: Any, procs: list[subprocess.Popen[bytes]], outages: int = 1) -> dict[str, int]:
-    """Every process is alive, said `Redis unreachable` once per outage and never logged RQ's
-    per-retry error. Returns the log lines counted, for the report."""
+    """Every process is alive, said `Redis unreachable` once per outage and that it is back once,
+    and never logged RQ's per-retry error. Returns the log lines counted, for the report."""
     counts = {"down_lines": 0, "back_lines": 0}
+    # The work may be done before a process backing off has tried again (up to 5 s).
+    wait_for(lambda: all(log_of(processes, p).count(BACK) >= outages or p.poll() is not None for p in procs),
+             timeout=30, message="every process to find Redis back")
     for proc in procs:
         assert proc.poll() is None, f"{proc.args} exited ({proc.returncode}):\n{log_of(processes, proc)[-3000:]}"
         text = log_of(processes, proc)
         assert text.count(DOWN) == outages, f"{proc.args}: {text.count(DOWN)} outage lines:\n{text[-3000:]}"
+        assert text.count(BACK) == outages, f"{proc.args}: {text.count(BACK)} lines saying Redis is back"
         assert RQ_PER_RETRY not in text, text[-3000:]
         counts["down_lines"] += text.count(DOWN)
         counts["back_lines"] += text.count(BACK)
