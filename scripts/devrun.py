@@ -35,6 +35,8 @@ PY = sys.executable
 PIDFILE = VAR / "devrun.pid"
 STOP_SIGNALS = {signal.SIGINT, signal.SIGTERM, signal.SIGHUP}
 PR_SET_PDEATHSIG = 1  # <linux/prctl.h>
+# Loaded here, not in the forked child (where only async-signal-safe work belongs).
+_LIBC = ctypes.CDLL(None, use_errno=True) if sys.platform.startswith("linux") else None
 
 
 def log(message: str) -> None:
@@ -63,11 +65,10 @@ def _child_setup(parent: int) -> None:
     """preexec_fn of every child (after fork, before exec)."""
     # The clean-up blocks the stop signals; a child forked then must not inherit the mask.
     signal.pthread_sigmask(signal.SIG_UNBLOCK, STOP_SIGNALS)
-    if sys.platform.startswith("linux"):
+    if _LIBC is not None:
         # Killed with the runner however the runner ends, SIGKILL included (it runs in a session
         # of its own, so killing the runner's process group would not reach it).
-        libc = ctypes.CDLL(None, use_errno=True)
-        libc.prctl(PR_SET_PDEATHSIG, signal.SIGKILL, 0, 0, 0)
+        _LIBC.prctl(PR_SET_PDEATHSIG, signal.SIGKILL, 0, 0, 0)
         if os.getppid() != parent:  # the runner died before prctl took effect
             os._exit(1)
 
@@ -270,6 +271,7 @@ def shutdown(procs: list[subprocess.Popen[bytes]], redis: subprocess.Popen[bytes
     if redis is not None:
         stop([redis])
     PIDFILE.unlink(missing_ok=True)
+    PIDFILE.with_suffix(".tmp").unlink(missing_ok=True)
 
 
 def run(load_examples: bool = True) -> int:
