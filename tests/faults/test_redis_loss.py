@@ -59,7 +59,7 @@ def test_redis_down_when_an_instance_starts(processes, sink, private_redis):
     raised); the work runs once Redis is back."""
     processes.worker("io")
     processes.scheduler()
-    # The worker must be up first: one that starts while Redis is down exits (a supervisor restarts it).
+    # The worker is up first here; one started while Redis is down waits for it (test_redis_outage.py).
     wait_for(lambda: private_redis.client().scard("rq:workers"), message="the worker to register")
     private_redis.stop()
     began = time.monotonic()

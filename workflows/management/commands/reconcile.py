@@ -9,6 +9,7 @@ from django.core.management.base import BaseCommand, CommandError
 from django.db import DatabaseError
 
 from workflows import reconciler
+from workflows.redis_outage import REDIS_ERRORS
 
 
 class Command(BaseCommand):
@@ -24,5 +25,7 @@ class Command(BaseCommand):
         except DatabaseError as exc:
             raise CommandError(f"reconcile failed: the database is unreachable or refused the query: {exc}") \
                 from None
+        except REDIS_ERRORS as exc:
+            raise CommandError(f"reconcile stopped: Redis is unreachable: {exc}") from None
         result = {**asdict(report), "duration_ms": round((time.monotonic() - started) * 1000, 1)}
         self.stdout.write(json.dumps(result))

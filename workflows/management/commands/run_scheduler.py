@@ -5,13 +5,25 @@ import signal
 import time
 from typing import Any
 
+import django_rq
 from django.conf import settings
 from django.core.management.base import BaseCommand
 from django.db import close_old_connections
 
 from workflows import reconciler
+from workflows.redis_outage import REDIS_ERRORS, Backoff, Outage, pause
 
 log = logging.getLogger("steadyflow.scheduler")
+
+
+def ping_queues() -> None:
+    """One PING per distinct Redis the queues use; raises what redis-py raises when one is away."""
+    seen: set[str] = set()
+    for name, conf in settings.RQ_QUEUES.items():
+        key = repr(sorted(conf.items()))
+        if key not in seen:
+            seen.add(key)
+            django_rq.get_connection(name).ping()
 
 
 class Command(BaseCommand):
@@ -30,12 +42,25 @@ class Command(BaseCommand):
 
         signal.signal(signal.SIGTERM, stop)
         signal.signal(signal.SIGINT, stop)
+        outage = Outage(log, "scheduler")
+        backoff = Backoff()
         while not stopping:
             started = time.monotonic()
             try:
+                # While Redis is away the tick waits: everything it would enqueue stays due in the
+                # database, and every Redis call in it would first spend redis-py's retries.
+                ping_queues()
+                if outage.recovered(started):
+                    backoff.reset()
                 report = reconciler.tick()
                 if report:
                     log.info("tick: %s", report)
+            except REDIS_ERRORS as exc:
+                outage.failed(exc)  # one line per outage, not per tick
+                if options["once"]:
+                    return
+                pause(backoff.next(), lambda: stopping)
+                continue
             except Exception:  # noqa: BLE001 - keep reconciling; the next tick retries
                 log.exception("scheduler tick failed")
                 close_old_connections()

@@ -4,8 +4,9 @@ from typing import Any
 
 import django_rq
 from django.core.management.base import BaseCommand, CommandError
+from rq.worker import BaseWorker
 
-from workflows.workers import ForkingStepWorker, StepWorker
+from workflows.workers import ForkingStepWorker, StepWorker, make_worker
 
 QUEUES = ("ai", "io", "default")
 
@@ -30,10 +31,17 @@ class Command(BaseCommand):
                 raise CommandError("the ai queue runs in its own consumer: start it separately")
             from workflows.aiworker import run_ai_worker
 
-            run_ai_worker(burst=options["burst"], name=options["name"],
-                          max_in_flight=options["max_in_flight"])
+            try:
+                run_ai_worker(burst=options["burst"], name=options["name"],
+                              max_in_flight=options["max_in_flight"])
+            except KeyboardInterrupt:  # Ctrl-C while waiting for Redis, before its signal handlers
+                pass
             return
-        worker_class = ForkingStepWorker if options["fork"] else StepWorker
+        worker_class: type[BaseWorker] = ForkingStepWorker if options["fork"] else StepWorker
         rq_queues = [django_rq.get_queue(name) for name in queues]
-        worker = worker_class(rq_queues, connection=rq_queues[0].connection, name=options["name"])
-        worker.work(burst=options["burst"], with_scheduler=False, logging_level="WARNING")
+        try:
+            # Both wait for Redis while it is down, at start and later (workflows/redis_outage.py).
+            worker = make_worker(worker_class, rq_queues, name=options["name"])
+            worker.work(burst=options["burst"], with_scheduler=False, logging_level="WARNING")
+        except KeyboardInterrupt:  # Ctrl-C before RQ's own signal handlers are installed
+            pass
