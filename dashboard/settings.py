@@ -165,6 +165,10 @@ STEADYFLOW = {
     # ai consumer: threads for its database work (claims, commits, breakers). A few suffice next to
     # a local database; a remote one (more round trips in flight) may want more.
     "AI_DB_THREADS": env_int("STEADYFLOW_AI_DB_THREADS", 4, minimum=1),
+    # ai consumer: outcomes finished within this many ms of each other (or this many of them)
+    # commit together in one transaction (0 ms: each commits on its own).
+    "AI_GROUP_COMMIT_MS": env_float("STEADYFLOW_AI_GROUP_COMMIT_MS", 5.0, minimum=0.0),
+    "AI_GROUP_COMMIT_MAX": env_int("STEADYFLOW_AI_GROUP_COMMIT_MAX", 50, minimum=1),
     # Circuit breaker per LLM provider/model (shared by all workers through the database)
     "BREAKER_FAILURE_RATIO": env_float("STEADYFLOW_BREAKER_FAILURE_RATIO", 0.5, minimum=0.0),
     "BREAKER_WINDOW_S": env_float("STEADYFLOW_BREAKER_WINDOW_S", 60.0, minimum=1.0),

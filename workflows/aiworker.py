@@ -60,6 +60,7 @@ from django.utils import timezone
 from workflows import breakers, dispatch, rq_adapter, runtime
 from workflows.engine import providers
 from workflows.engine.errors import StepTimeout
+from workflows.groupcommit import GroupCommits
 from workflows.redis_outage import REDIS_ERRORS, Backoff, Outage, RQConnectionLogFilter, Stopped, until_reachable
 from workflows.store import get_store
 
@@ -140,6 +141,7 @@ def _extend_leases(claims: list[runtime.Claim]) -> None:
 @dataclass(eq=False)
 class _InFlight:
     running: rq_adapter.Running
+    claims: asyncio.Future[list[runtime.Claim]] | None = None  # the claim of its dequeue round
     claim: runtime.Claim | None = None
     handler: asyncio.Future[Any] | None = None  # the handler's await: what a stop past the grace cancels
     released: bool = False
@@ -180,6 +182,9 @@ class AIConsumer:
         self.sync = DjangoThreadPool(SYNC_THREADS, "sf-ai-sync")
         # One thread, so Redis bookkeeping happens in submission order (see rq_adapter).
         self.bookkeeper = ThreadPoolExecutor(max_workers=1, thread_name_prefix="sf-ai-rq")
+        self.commits = GroupCommits(lambda fn, *a, **k: self._in(self.db, fn, *a, **k),
+                                    window_s=float(conf["AI_GROUP_COMMIT_MS"]) / 1000,
+                                    most=int(conf["AI_GROUP_COMMIT_MAX"]))
         self._slots = threading.BoundedSemaphore(self.max_in_flight)
         self._count_lock = threading.Lock()
         self._active = 0  # dequeued and not yet finalised (the dequeue thread and the loop change it)
@@ -318,8 +323,11 @@ class AIConsumer:
     # --- Running jobs (the loop) ----------------------------------------------------------------
 
     def _start(self, taken: list[rq_adapter.Running]) -> None:
+        step_jobs = [running for running in taken if running.job.func_name == dispatch.JOB_FUNC]
+        # The steps of one dequeue round are claimed together: one statement where the store can.
+        claims = self._claim_all([int(running.job.args[0]) for running in step_jobs]) if len(step_jobs) > 1 else None
         for running in taken:
-            job = _InFlight(running)
+            job = _InFlight(running, claims=claims)
             self._in_flight[running.execution.id] = job
             task = asyncio.create_task(self._run(job), name=f"job {running.job_id}")
             self._tasks.add(task)
@@ -360,7 +368,7 @@ class AIConsumer:
             timeout = rq_job.timeout if rq_job.timeout and rq_job.timeout > 0 else None
             return await asyncio.wait_for(self._in(self.sync, rq_job.perform), timeout)
         step_id = int(rq_job.args[0])
-        claim = await self._in(self.db, runtime.claim_step, step_id, self.name)
+        claim = await self._claim(job, step_id)
         ran = 0
         while claim is not None:
             job.claim = claim
@@ -370,12 +378,27 @@ class AIConsumer:
                 job.released = True
                 return ran
             ran += 1
-            # As in the synchronous workers: a dropped connection is retried while the lease holds,
-            # so the call's result is not thrown away.
-            claim = await self._in(self.db, runtime.finish_step_reconnecting, claim, outcome,
-                                   allow_inline=ALLOW_INLINE)
+            # Committed with the other outcomes of these few milliseconds (a dropped connection
+            # is retried while the lease holds, so the call's result is not thrown away).
+            await self.commits.finish(claim, outcome)
+            claim = None  # no inline successor on this queue (ALLOW_INLINE)
         job.claim = None
         return ran
+
+    def _claim_all(self, step_ids: list[int]) -> asyncio.Future[list[runtime.Claim]]:
+        return self._in(self.db, runtime.claim_steps, step_ids, self.name)
+
+    async def _claim(self, job: _InFlight, step_id: int) -> runtime.Claim | None:
+        if job.claims is not None:
+            try:
+                claims = await asyncio.shield(job.claims)
+            except Exception:  # noqa: BLE001 - the round's claim failed: this job claims its own step
+                log.exception("ai consumer %s: claiming a round of jobs failed; claiming step %s alone",
+                              self.name, step_id)
+            else:
+                # Not among them: someone else has it, or it is no longer due (as claim_step says).
+                return next((claim for claim in claims if claim.step.pk == step_id), None)
+        return await self._in(self.db, runtime.claim_step, step_id, self.name)
 
     async def _attempt(self, job: _InFlight, claim: runtime.Claim) -> runtime.Outcome | None:
         """One attempt of a claimed step, as runtime.run_claimed runs it; None when the consumer is

@@ -31,13 +31,21 @@ from workflows.runtime.lifecycle import (
     claim_step,
     claim_steps,
     expire_instance,
+    finish_groups,
     finish_step,
     finish_steps,
     lock,
     release_step,
     timeout_for,
 )
-from workflows.runtime.loop import finish_step_reconnecting, run_claimed, run_step, run_steps
+from workflows.runtime.loop import (
+    finish_groups_reconnecting,
+    finish_step_reconnecting,
+    finish_steps_reconnecting,
+    run_claimed,
+    run_step,
+    run_steps,
+)
 from workflows.runtime.records import Claim, Outcome, StepOutputs, as_step_error
 from workflows.runtime.starting import start_instance, start_instances
 from workflows.runtime.transitions import (
@@ -52,10 +60,11 @@ from workflows.runtime.transitions import (
 from workflows.runtime.unit import UnitOfWork
 
 __all__ = [
-    "COMPENSATE_PREFIX", "Claim", "Outcome", "StepOutputs", "UnitOfWork", "activate", "apply", "as_step_error",
-    "budget_exceeded", "build_call", "cancel_instance", "check_payload", "claim_step", "claim_steps",
-    "compensation_node", "conf", "engine_config", "expire_instance", "finish_step", "finish_step_reconnecting",
-    "finish_steps", "fired_edges", "graph_for_version", "keeper", "lock", "node_for_step", "queue_for",
-    "release_step", "resolve", "resume", "run_claimed", "run_step", "run_steps", "start_compensation",
-    "start_instance", "start_instances", "stop_instance", "timeout_for",
+    "activate", "apply", "as_step_error", "budget_exceeded", "build_call", "cancel_instance", "check_payload",
+    "Claim", "claim_step", "claim_steps", "COMPENSATE_PREFIX", "compensation_node", "conf", "engine_config",
+    "expire_instance", "finish_groups", "finish_groups_reconnecting", "finish_step", "finish_step_reconnecting",
+    "finish_steps", "finish_steps_reconnecting", "fired_edges", "graph_for_version", "keeper", "lock",
+    "node_for_step", "Outcome", "queue_for", "release_step", "resolve", "resume", "run_claimed", "run_step",
+    "run_steps", "start_compensation", "start_instance", "start_instances", "StepOutputs", "stop_instance",
+    "timeout_for", "UnitOfWork",
 ]

@@ -39,6 +39,7 @@ from workflows.runtime.config import (
 )
 from workflows.runtime.records import Claim, Outcome, StepOutputs
 from workflows.runtime.unit import UnitOfWork
+from workflows.store.orm import FinishRequest
 
 log = logging.getLogger("steadyflow.runtime")
 
@@ -71,8 +72,10 @@ def claim_step(step_id: int, worker: str, now: datetime | None = None) -> Claim 
 
 
 def claim_steps(step_ids: list[int], worker: str, now: datetime | None = None) -> list[Claim]:
-    """Take several queued steps of one instance (a batch job) under one lease token: one statement
-    where the store can; the steps it could not claim so go the general way, one by one."""
+    """Take several queued steps (a batch job's, of one instance; or the ai consumer's jobs, of many)
+    under one lease token: one statement where the store can; the steps it could not claim so go
+    the general way, one by one. The claims come in the order of `step_ids`; the steps of one
+    instance share one instance object."""
     if len(step_ids) == 1:
         single = claim_step(step_ids[0], worker, now)
         return [single] if single is not None else []
@@ -80,21 +83,19 @@ def claim_steps(step_ids: list[int], worker: str, now: datetime | None = None) -
     token = secrets.token_hex(8)
     store = stores.get_store()
     claims: list[Claim] = []
-    batch = store.claim_batch(step_ids, worker, token, now, now + timedelta(seconds=conf("LEASE_S")))
-    if batch is not None:
-        instance, steps = batch
+    for instance, steps in store.claim_batch(step_ids, worker, token, now, now + timedelta(seconds=conf("LEASE_S"))):
         graph = graph_for_version(instance.version_id)
         for step in steps:
             node = node_for_step(graph, step.node_id)
             claims.append(Claim(step=step, instance=instance, graph=graph, node=node, kind=get_kind(node.type),
                                 token=token, worker=worker, fresh=True))
-    taken = {claim.step.pk for claim in claims}
+    taken = {claim.step.pk: claim for claim in claims}
+    ordered: list[Claim] = []
     for step_id in step_ids:
-        if step_id not in taken:
-            single = claim_step(step_id, worker, now)
-            if single is not None:
-                claims.append(single)
-    return claims
+        claim = taken.get(step_id) or claim_step(step_id, worker, now)
+        if claim is not None:
+            ordered.append(claim)
+    return ordered
 
 
 def _started(store: Any, step: StepRun, instance: WorkflowInstance, worker: str, now: datetime) -> bool:
@@ -175,23 +176,55 @@ def finish_steps(claims: list[Claim], outcomes: list[Outcome], *, allow_inline: 
     order: a join their branches complete resolves in this commit. A step whose lease no longer
     holds commits nothing (and affects nothing else). Returns the successors claimed for inline
     running by this worker."""
-    now = now or timezone.now()
-    checked = [_checked(claim, outcome) for claim, outcome in zip(claims, outcomes, strict=True)]
-    # Deciding changes the claimed steps in memory; a decision made again (the store lost a race, or
-    # the commit is tried again on a new connection) starts from the steps as claimed.
-    as_claimed = [dict(claim.step.__dict__) for claim in claims]
+    return finish_groups([(claims, outcomes)], allow_inline=allow_inline, now=now)[0]
 
-    def restore() -> None:
-        for claim, saved in zip(claims, as_claimed, strict=True):
+
+def finish_groups(groups: list[tuple[list[Claim], list[Outcome]]], *, allow_inline: bool = False,
+                  now: datetime | None = None) -> list[list[Claim]]:
+    """finish_steps for several groups (each the steps of one instance) at once: a store may commit
+    them all in one transaction (the ai consumer's group commit). Returns each group's inline
+    successors."""
+    now = now or timezone.now()
+    finishing = [_Finishing(claims, outcomes, allow_inline, now) for claims, outcomes in groups]
+    try:
+        results = stores.get_store().finish_group([f.request() for f in finishing])
+    except BaseException:
+        for f in finishing:
+            f.restore()
+        raise
+    return [f.conclude(held, inline) for f, (held, inline) in zip(finishing, results, strict=True)]
+
+
+class _Finishing:
+    """The outcomes of one instance's steps on their way to a commit: what the store needs (the
+    leases, the instance this worker last committed, and `decide`) and what follows."""
+
+    def __init__(self, claims: list[Claim], outcomes: list[Outcome], allow_inline: bool, now: datetime) -> None:
+        self.claims = claims
+        self.checked = [_checked(claim, outcome) for claim, outcome in zip(claims, outcomes, strict=True)]
+        self.allow_inline = allow_inline
+        self.now = now
+        # Deciding changes the claimed steps in memory; a decision made again (the store lost a
+        # race, or the commit is tried again on a new connection) starts from the steps as claimed.
+        self.as_claimed = [dict(claim.step.__dict__) for claim in claims]
+
+    def request(self) -> FinishRequest:
+        claims = self.claims
+        first = claims[0]
+        fresh = first.instance if all(c.fresh and c.instance is first.instance for c in claims) else None
+        return FinishRequest(first.instance.pk, [(c.step.pk, c.token) for c in claims], self.decide, fresh)
+
+    def restore(self) -> None:
+        for claim, saved in zip(self.claims, self.as_claimed, strict=True):
             claim.step.__dict__.update(saved)
 
-    def decide(instance: WorkflowInstance, held: set[int]) -> tuple[UnitOfWork, list[Claim]]:
-        restore()
-        uow = UnitOfWork(instance, claims[0].graph, now)
-        for claim in claims:
+    def decide(self, instance: WorkflowInstance, held: set[int]) -> tuple[UnitOfWork, list[Claim]]:
+        self.restore()
+        uow = UnitOfWork(instance, self.claims[0].graph, self.now)
+        for claim in self.claims:
             uow.track(claim.step)
         inline: list[Claim] = []
-        for claim, (outcome, output_json) in zip(claims, checked, strict=True):
+        for claim, (outcome, output_json) in zip(self.claims, self.checked, strict=True):
             step = claim.step
             # Not ours any more, or changed by an earlier outcome of this batch (a failure cancels
             # the instance's other steps): nothing of this outcome commits.
@@ -199,27 +232,20 @@ def finish_steps(claims: list[Claim], outcomes: list[Outcome], *, allow_inline: 
                 continue
             if output_json is not None and outcome.result is not None:
                 uow.remember_json(outcome.result.output, output_json)
-            successor = _decide_outcome(uow, step, claim, outcome, allow_inline)
+            successor = _decide_outcome(uow, step, claim, outcome, self.allow_inline)
             if successor is not None:
                 inline.append(successor)
         if uow.graph.settings.max_concurrency:
             tx.release_throttled(uow)
         return uow, inline
 
-    leases = [(claim.step.pk, claim.token) for claim in claims]
-    fresh = claims[0].instance if all(c.fresh and c.instance is claims[0].instance for c in claims) else None
-    try:
-        held, inline = stores.get_store().finish(claims[0].instance.pk, leases, decide, fresh=fresh)
-    except BaseException:
-        restore()
-        raise
-    for claim, saved in zip(claims, as_claimed, strict=True):
-        if claim.step.pk not in held:
-            # Our lease was taken over (or the step was cancelled): the outcome must not commit.
-            claim.step.__dict__.update(saved)
-            log.warning("step %s: lease lost, outcome discarded", claim.step.pk)
-    result: list[Claim] = inline or []
-    return result
+    def conclude(self, held: set[int], inline: list[Claim] | None) -> list[Claim]:
+        for claim, saved in zip(self.claims, self.as_claimed, strict=True):
+            if claim.step.pk not in held:
+                # Our lease was taken over (or the step was cancelled): the outcome must not commit.
+                claim.step.__dict__.update(saved)
+                log.warning("step %s: lease lost, outcome discarded", claim.step.pk)
+        return inline or []
 
 
 def _checked(claim: Claim, outcome: Outcome) -> tuple[Outcome, str | None]:

@@ -11,7 +11,15 @@ from typing import TypeVar
 from workflows.engine.statuses import StepStatus
 from workflows.runtime.config import conf, node_for_step
 from workflows.runtime.leases import keeper
-from workflows.runtime.lifecycle import build_call, claim_step, claim_steps, finish_step, finish_steps, timeout_for
+from workflows.runtime.lifecycle import (
+    build_call,
+    claim_step,
+    claim_steps,
+    finish_groups,
+    finish_step,
+    finish_steps,
+    timeout_for,
+)
 from workflows.runtime.records import Claim, Outcome, as_step_error
 
 log = logging.getLogger("steadyflow.runtime")
@@ -51,6 +59,20 @@ def finish_steps_reconnecting(claims: list[Claim], outcomes: list[Outcome], *,
         return [successor] if successor is not None else []
     return _reconnecting(lambda: finish_steps(claims, outcomes, allow_inline=allow_inline),
                          f"steps {', '.join(str(c.step.pk) for c in claims)}")
+
+
+def finish_groups_reconnecting(groups: list[tuple[list[Claim], list[Outcome]]], *,
+                               allow_inline: bool = False) -> list[list[Claim]]:
+    """finish_groups (one transaction for all); if the connection drops, each group again on its
+    own (on a fresh connection, while the leases hold)."""
+    from django.db import InterfaceError, OperationalError, connection
+
+    try:
+        return finish_groups(groups, allow_inline=allow_inline)
+    except (OperationalError, InterfaceError) as exc:
+        log.warning("a group commit of %d outcome(s) failed (%s); committing them one by one", len(groups), exc)
+        connection.close()
+        return [finish_steps_reconnecting(claims, outcomes, allow_inline=allow_inline) for claims, outcomes in groups]
 
 
 def run_claimed(claim: Claim) -> Outcome:

@@ -7,6 +7,7 @@ from __future__ import annotations
 import json
 from collections.abc import Callable, Iterable, Iterator
 from contextlib import AbstractContextManager
+from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
 
@@ -33,6 +34,17 @@ def message(instance_id: int, seq: int, type_: str, node_id: str, step_id: int |
 STALE_RETRIES = 3
 # decide(instance, ids of the steps whose leases held) -> (the unit of work, what to return)
 Decide = Callable[[WorkflowInstance, set[int]], tuple[UnitOfWork, Any]]
+
+
+@dataclass
+class FinishRequest:
+    """The outcomes of one instance's steps, for `finish`: the steps' leases, how to decide, and the
+    instance as this worker last committed it (None when it does not hold it)."""
+
+    instance_id: int
+    leases: list[tuple[int, str]]
+    decide: Decide
+    fresh: WorkflowInstance | None = None
 
 
 class OrmStore:
@@ -83,10 +95,11 @@ class OrmStore:
         return None
 
     def claim_batch(self, step_ids: list[int], worker: str, token: str, now: datetime,
-                    lease_until: datetime) -> tuple[WorkflowInstance, list[StepRun]] | None:
-        """claim_started for several queued steps of one instance, in one statement: the instance
-        and the steps claimed (those not claimed take the general path one by one)."""
-        return None
+                    lease_until: datetime) -> list[tuple[WorkflowInstance, list[StepRun]]]:
+        """claim_started for several queued steps (of one instance or many) in one statement: each
+        instance with its steps claimed. The steps not claimed so take the general path one by one
+        (the reference store claims none this way)."""
+        return []
 
     def claim_queued(self, step_id: int, worker: str, token: str, now: datetime,
                      lease_until: datetime) -> StepRun | None:
@@ -177,6 +190,10 @@ class OrmStore:
         running = (StepRun.objects.filter(pk__in=list(tokens), status=StepStatus.RUNNING)
                    .values_list("pk", "lease_token"))
         return instance, {pk for pk, token in running if tokens[pk] == token}
+
+    def finish_group(self, requests: list[FinishRequest]) -> list[tuple[set[int], Any]]:
+        """finish for several instances; this store commits each on its own."""
+        return [self.finish(r.instance_id, r.leases, r.decide, fresh=r.fresh) for r in requests]
 
     # --- Writing a unit of work -------------------------------------------------------------------
 

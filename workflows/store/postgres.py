@@ -22,7 +22,7 @@ from django.db import connection
 from workflows.models import StepRun, WorkflowInstance
 from workflows.runtime.unit import UnitOfWork
 from workflows.store import statements as sql
-from workflows.store.orm import Decide
+from workflows.store.orm import Decide, FinishRequest
 from workflows.store.sql import SqlStore
 
 log = logging.getLogger("steadyflow.store")
@@ -76,19 +76,21 @@ class PostgresStore(SqlStore):
         return step, instance
 
     def claim_batch(self, step_ids: list[int], worker: str, token: str, now: datetime,
-                    lease_until: datetime) -> tuple[WorkflowInstance, list[StepRun]] | None:
+                    lease_until: datetime) -> list[tuple[WorkflowInstance, list[StepRun]]]:
         with connection.wrap_database_errors:
             cursor = self.cursor()
-            cursor.execute(sql.PG_CLAIM_BATCH, (step_ids[0], worker, token, now, now, lease_until, step_ids, now, now,
+            cursor.execute(sql.PG_CLAIM_BATCH, (step_ids, worker, token, now, now, lease_until, step_ids, now, now,
                                                 now), prepare=True)
             rows = cursor.fetchall()
-        if not rows:
-            return None
         split = len(sql.INSTANCE_COLUMNS)
-        instance = self.instance_from(rows[0][:split])
-        steps = [self.step_from(row[split:]) for row in rows]
-        self.publish_started_many(instance, steps, now)
-        return instance, steps
+        groups: list[tuple[WorkflowInstance, list[StepRun]]] = []
+        for row in rows:  # ordered by instance, then step
+            if not groups or groups[-1][0].pk != row[0]:
+                groups.append((self.instance_from(row[:split]), []))
+            groups[-1][1].append(self.step_from(row[split:]))
+        for instance, steps in groups:
+            self.publish_started_many(instance, steps, now)
+        return groups
 
     def finish(self, instance_id: int, leases: list[tuple[int, str]], decide: Decide, *,
                fresh: WorkflowInstance | None = None) -> tuple[set[int], Any]:
@@ -100,24 +102,54 @@ class PostgresStore(SqlStore):
                 return held, result
         return super().finish(instance_id, leases, decide)
 
-    def _commit_unlocked(self, unit: UnitOfWork) -> bool:
-        """BEGIN, the unit's guarded writes and COMMIT in one round trip. False (rolled back) when a
-        guard failed: the instance or the step moved on while the runtime decided."""
-        batch, steps = self.unit_batch(unit)
+    def finish_group(self, requests: list[FinishRequest]) -> list[tuple[set[int], Any]]:
+        """Group commit: the outcomes of several instances decided against the instances as this
+        worker holds them, written in one transaction and one round trip (instances in id order, the
+        lock order of every multi-instance writer). If any guard fails, the group is rolled back and
+        each request is finished on its own."""
+        if len(requests) < 2 or connection.in_atomic_block or any(r.fresh is None for r in requests):
+            return super().finish_group(requests)
+        ordered = sorted(range(len(requests)), key=lambda i: requests[i].instance_id)
+        if len({requests[i].instance_id for i in ordered}) < len(ordered):
+            return super().finish_group(requests)
+        decided: dict[int, tuple[set[int], UnitOfWork, Any]] = {}
+        for i in ordered:
+            request = requests[i]
+            assert request.fresh is not None
+            held = {pk for pk, _ in request.leases}
+            unit, result = request.decide(request.fresh, held)
+            if unit.new_reviews:
+                return super().finish_group(requests)
+            decided[i] = (held, unit, result)
+        if self._commit_unlocked([decided[i][1] for i in ordered]):
+            return [(decided[i][0], decided[i][2]) for i in range(len(requests))]
+        return [self.finish(r.instance_id, r.leases, r.decide) for r in requests]
+
+    def _commit_unlocked(self, units: UnitOfWork | list[UnitOfWork]) -> bool:
+        """BEGIN, the units' guarded writes and COMMIT in one round trip. False (rolled back) when a
+        guard failed: an instance or a step moved on while the runtime decided."""
+        units = units if isinstance(units, list) else [units]
+        batch: list[tuple[str, Sequence[Any]]] = [("BEGIN", ())]
+        spans = []
+        for unit in units:
+            statements, steps = self.unit_batch(unit)
+            # Each unit's batch: the instance's UPDATE, then its step writes (new steps' ids).
+            spans.append((len(batch) + 1, steps))
+            batch += statements
         conn = self.raw()
         try:
             with connection.wrap_database_errors:
-                cursors = self.run_batch([("BEGIN", ()), *batch, ("COMMIT", ())])
+                cursors = self.run_batch([*batch, ("COMMIT", ())])
         except Exception as exc:  # noqa: BLE001 - any failure: roll back, the locked path decides
             if conn.info.transaction_status != psycopg.pq.TransactionStatus.IDLE:
                 conn.execute("ROLLBACK")
             cause = exc.__cause__ if exc.__cause__ is not None else exc
-            if not isinstance(cause, psycopg.errors.DivisionByZero):
+            if not isinstance(cause, (psycopg.errors.DivisionByZero, psycopg.errors.DeadlockDetected)):
                 raise
             return False
-        # BEGIN, then the instance's UPDATE, then the step writes (ids of the new steps).
-        self._check_steps(unit, cursors[2:2 + steps])
-        self.after_commit(unit)
+        for unit, (first, steps) in zip(units, spans, strict=True):
+            self._check_steps(unit, cursors[first:first + steps])
+            self.after_commit(unit)
         return True
 
     def extend_leases(self, leases: Iterable[tuple[int, str]], now: datetime, until: datetime) -> int:

@@ -77,22 +77,27 @@ class SqliteStore(SqlStore):
         return step, instance
 
     def claim_batch(self, step_ids: list[int], worker: str, token: str, now: datetime,
-                    lease_until: datetime) -> tuple[WorkflowInstance, list[StepRun]] | None:
+                    lease_until: datetime) -> list[tuple[WorkflowInstance, list[StepRun]]]:
         at = self.ts(now)
+        groups: list[tuple[WorkflowInstance, list[StepRun]]] = []
         with transaction.atomic(), connection.wrap_database_errors:
             cursor = self.raw().cursor()
             cursor.execute(self.text(sql.SQLITE_CLAIM_BATCH),
                            (worker, token, at, at, self.ts(lease_until), json.dumps(step_ids), at))
-            steps = sorted((self.step_from(row) for row in cursor.fetchall()), key=lambda step: step.pk)
-            if not steps:
-                return None
-            instance = self.instance_from(self._one(sql.SQLITE_BUMP_SEQ_BY, (len(steps), at, steps[0].instance_id)))
-            first = instance.event_seq - len(steps) + 1
-            self.run_batch([(sql.INSERT_EVENT, (instance.pk, first + n, "step_started", step.node_id, step.pk,
-                                                sql_payload(step), instance.trace_id, at))
-                            for n, step in enumerate(steps)])
-        self.publish_started_many(instance, steps, now)
-        return instance, steps
+            by_instance: dict[int, list[StepRun]] = {}
+            for step in sorted((self.step_from(row) for row in cursor.fetchall()), key=lambda step: step.pk):
+                by_instance.setdefault(step.instance_id, []).append(step)
+            for instance_id in sorted(by_instance):
+                steps = by_instance[instance_id]
+                instance = self.instance_from(self._one(sql.SQLITE_BUMP_SEQ_BY, (len(steps), at, instance_id)))
+                first = instance.event_seq - len(steps) + 1
+                self.run_batch([(sql.INSERT_EVENT, (instance.pk, first + n, "step_started", step.node_id, step.pk,
+                                                    sql_payload(step), instance.trace_id, at))
+                                for n, step in enumerate(steps)])
+                groups.append((instance, steps))
+        for instance, steps in groups:
+            self.publish_started_many(instance, steps, now)
+        return groups
 
     def extend_leases(self, leases: Iterable[tuple[int, str]], now: datetime, until: datetime) -> int:
         held = list(leases)

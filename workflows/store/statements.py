@@ -86,9 +86,11 @@ SELECT {_cols('bumped', INSTANCE_COLUMNS)}, {_cols('claimed', STEP_COLUMNS)} FRO
 """Params: step id, worker, token, now, now, lease until, step id, now, now, now."""
 
 PG_CLAIM_BATCH = f"""
-WITH locked AS (
+WITH targets AS (
+    SELECT DISTINCT instance_id FROM {STEP} WHERE id = ANY(%s) AND status = 'queued'),
+locked AS (
     SELECT id, status, deadline FROM {INSTANCE}
-    WHERE id = (SELECT instance_id FROM {STEP} WHERE id = %s) FOR UPDATE),
+    WHERE id IN (SELECT instance_id FROM targets) ORDER BY id FOR UPDATE),
 claimed AS (
     UPDATE {STEP} AS s SET status = 'running', attempt = s.attempt + 1, worker = %s, lease_token = %s,
         started_at = %s, heartbeat_at = %s, lease_until = %s
@@ -99,10 +101,13 @@ claimed AS (
                ELSE locked.status IN ('pending', 'running', 'waiting') END
     RETURNING s.*),
 numbered AS (
-    SELECT claimed.*, row_number() OVER (ORDER BY claimed.id) AS n, count(*) OVER () AS total FROM claimed),
+    SELECT claimed.*, row_number() OVER (PARTITION BY claimed.instance_id ORDER BY claimed.id) AS n,
+        count(*) OVER (PARTITION BY claimed.instance_id) AS total
+    FROM claimed),
 bumped AS (
-    UPDATE {INSTANCE} AS i SET event_seq = i.event_seq + (SELECT count(*) FROM claimed), updated_at = %s
-    FROM locked WHERE i.id = locked.id AND EXISTS (SELECT 1 FROM claimed)
+    UPDATE {INSTANCE} AS i SET event_seq = i.event_seq + counted.total, updated_at = %s
+    FROM (SELECT instance_id, count(*) AS total FROM claimed GROUP BY instance_id) AS counted
+    WHERE i.id = counted.instance_id
     RETURNING i.*),
 logged AS (
     INSERT INTO {EVENT} (instance_id, seq, type, node_id, step_id, payload, trace_id, created_at)
@@ -110,13 +115,14 @@ logged AS (
         numbered.id, jsonb_build_object('visit', numbered.visit, 'attempt', numbered.attempt,
                                         'worker', numbered.worker, 'queue', numbered.queue),
         bumped.trace_id, %s
-    FROM numbered, bumped)
+    FROM numbered JOIN bumped ON bumped.id = numbered.instance_id)
 SELECT {_cols('bumped', INSTANCE_COLUMNS)}, {_cols('numbered', STEP_COLUMNS)}
-FROM bumped, numbered ORDER BY numbered.id
+FROM numbered JOIN bumped ON bumped.id = numbered.instance_id ORDER BY numbered.instance_id, numbered.id
 """
-"""PG_CLAIM_STARTED for several queued steps of one instance (a batch job): their step_started
-events numbered in id order. Params: first step id, worker, token, now, now, lease until, step ids,
-now, now, now."""
+"""PG_CLAIM_STARTED for any set of queued steps (a batch job of one instance, or the ai consumer's
+jobs of many): the instances locked in id order (the order every multi-instance writer takes), each
+instance's step_started events numbered in step id order. Params: step ids, worker, token, now,
+now, lease until, step ids, now, now, now."""
 
 SQLITE_CLAIM_BATCH = (
     f"UPDATE {STEP} SET status = 'running', attempt = attempt + 1, worker = %s, lease_token = %s, "
