@@ -24,6 +24,7 @@ import argparse
 import copy
 import json
 import os
+import secrets
 import shutil
 import statistics
 import sys
@@ -399,7 +400,8 @@ def main(argv: list[str]) -> int:
     try:
         redis_url = os.environ.get("BENCH_REDIS_URL") or cluster.start_redis()
         env = {**os.environ, "DATABASE_URL": db.url, "REDIS_URL": redis_url, "LOG_LEVEL": "WARNING",
-               "DJANGO_SETTINGS_MODULE": "dashboard.settings"}
+               "DJANGO_SETTINGS_MODULE": "dashboard.settings",
+               "SECRET_KEY": os.environ.get("SECRET_KEY") or secrets.token_urlsafe(50)}
         db.migrate(env)
         os.environ.update(env)
         sys.path.insert(0, str(ROOT))
