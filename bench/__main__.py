@@ -18,6 +18,7 @@ import argparse
 import importlib.util
 import json
 import os
+import secrets
 import shutil
 import signal
 import sys
@@ -102,6 +103,8 @@ def main(argv: list[str]) -> int:
             "LOG_LEVEL": os.environ.get("BENCH_LOG_LEVEL", "WARNING"),
             "DJANGO_SETTINGS_MODULE": "bench.settings" if args.pg_options else "dashboard.settings",
             "BENCH_PG_OPTIONS": args.pg_options,
+            # Production settings refuse to start without one (DEBUG would log every query).
+            "SECRET_KEY": os.environ.get("SECRET_KEY") or secrets.token_urlsafe(50),
         })
         cluster.env = env
         note(f"database: {db.kind} ({redact(db.url)}), redis: {redis_url}, logs: {tmpdir}"

@@ -2,22 +2,24 @@
 
 from __future__ import annotations
 
-import json
 from collections.abc import Callable
 from functools import wraps
 from typing import Any
 
+from django.conf import settings
 from django.core.exceptions import RequestDataTooBig
 from django.http import Http404, HttpRequest, HttpResponse, JsonResponse
 
 from workflows import runtime
 from workflows.api_shapes import run_summary
+from workflows.engine import strict_json
 from workflows.engine.errors import GraphInvalid, PayloadTooLarge
 from workflows.engine.nodes import known_kinds
 from workflows.engine.validation import validate_graph
 from workflows.models import WorkflowDefinition, WorkflowInstance
 
 View = Callable[..., JsonResponse]
+MAX_IDEMPOTENCY_KEY = 200  # WorkflowInstance.idempotency_key's max_length
 
 
 def error(status: int, message: str, **extra: Any) -> JsonResponse:
@@ -61,17 +63,29 @@ def not_found(request: HttpRequest, rest: str = "") -> JsonResponse:
     return error(404, f"no API endpoint {request.method} {request.path}")
 
 
-def _json_body(request: HttpRequest) -> Any:
+class BodyRejected(ValueError):
+    """A request body the API will not take; `status` is 413 when too large, else 400."""
+
+    def __init__(self, message: str, status: int = 400) -> None:
+        super().__init__(message)
+        self.status = status
+
+
+def json_body(request: HttpRequest) -> Any:
+    """The request's JSON ({} when empty), parsed strictly (workflows/engine/strict_json.py): malformed,
+    over-deep, non-finite, out-of-range or non-Unicode input raises BodyRejected naming the problem."""
     try:
         body = request.body
     except RequestDataTooBig:
-        raise ValueError("request body is too large (DATA_UPLOAD_MAX_MEMORY_SIZE)") from None
+        raise BodyRejected(f"the request body is too large ({settings.DATA_UPLOAD_MAX_MEMORY_SIZE} bytes at most)",
+                           413) from None
     if not body:
         return {}
     try:
-        return json.loads(body)
-    except (json.JSONDecodeError, UnicodeDecodeError) as exc:
-        raise ValueError(f"request body is not valid JSON: {exc}") from None
+        return strict_json.loads(body)
+    except strict_json.JSONRejected as exc:
+        raise BodyRejected(str(exc)) from None
+
 
 
 def _get_definition_for_user(request: HttpRequest, slug: str) -> WorkflowDefinition:
@@ -108,9 +122,9 @@ def node_types(request: HttpRequest) -> JsonResponse:
 @api_view(("POST",))
 def validate(request: HttpRequest) -> JsonResponse:
     try:
-        body = _json_body(request)
-    except ValueError as exc:
-        return error(400, str(exc))
+        body = json_body(request)
+    except BodyRejected as exc:
+        return error(exc.status, str(exc))
     graph = body.get("graph", body) if isinstance(body, dict) else body
     issues = validate_graph(graph)
     return JsonResponse({"valid": not issues, "errors": [issue.as_dict() for issue in issues]})
@@ -123,13 +137,15 @@ def start_instance(request: HttpRequest, slug: str) -> JsonResponse:
     if version is None:
         return error(409, f"workflow {slug!r} has no saved version")
     try:
-        body = _json_body(request)
-    except ValueError as exc:
-        return error(400, str(exc))
+        body = json_body(request)
+    except BodyRejected as exc:
+        return error(exc.status, str(exc))
     start_input = body.get("input", {}) if isinstance(body, dict) else None
     if not isinstance(start_input, dict):
         return error(400, "'input' must be a JSON object")
     key = request.headers.get("Idempotency-Key") or (body.get("idempotency_key") if isinstance(body, dict) else None)
+    if key is not None and (not isinstance(key, str) or len(key) > MAX_IDEMPOTENCY_KEY):
+        return error(400, f"the idempotency key must be a string of at most {MAX_IDEMPOTENCY_KEY} characters")
     try:
         instance = runtime.start_instance(version, start_input, idempotency_key=key, user=request.user)
     except PayloadTooLarge as exc:

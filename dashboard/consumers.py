@@ -16,17 +16,25 @@ accepting, so the browser sees the code and the page can say why instead of retr
 from __future__ import annotations
 
 import asyncio
+import logging
 from collections import Counter
 from typing import Any
 
 from channels.db import database_sync_to_async
 from channels.generic.websocket import AsyncJsonWebsocketConsumer
 
+from workflows.engine import strict_json
 from workflows.models import WorkflowInstance
+
+log = logging.getLogger("steadyflow.dashboard")
 
 VIEW_PERMISSION = "workflows.view_workflowinstance"
 DASHBOARD_GROUP = "dashboard"
 DASHBOARD_FLUSH_S = 0.5
+
+# What a frame from a page may be: anything else is dropped unread.
+MAX_FRAME_CHARS = 4096
+MAX_FRAME_DEPTH = 8
 
 CLOSE_UNAUTHENTICATED = 4401
 CLOSE_FORBIDDEN = 4403
@@ -38,6 +46,19 @@ def instance_group(instance_id: int) -> str:
 
 
 class _Refusing(AsyncJsonWebsocketConsumer):
+    async def receive(self, text_data: str | None = None, bytes_data: bytes | None = None, **kwargs: Any) -> None:
+        """Pages send only small JSON pings: a binary, oversize or non-JSON frame is dropped (and logged
+        at debug), never an error that closes the socket with a traceback in the log."""
+        if text_data is None or len(text_data) > MAX_FRAME_CHARS:
+            log.debug("websocket: ignored a %s frame", "binary" if text_data is None else "too large")
+            return
+        try:
+            content = strict_json.loads(text_data, what="the frame", max_depth=MAX_FRAME_DEPTH)
+        except strict_json.JSONRejected as exc:
+            log.debug("websocket: ignored a frame: %s", exc)
+            return
+        await self.receive_json(content, **kwargs)
+
     async def refuse(self, code: int, message: str) -> None:
         await self.accept()
         await self.send_json({"type": "error", "code": code, "message": message})
@@ -103,7 +124,7 @@ class DashboardConsumer(_Refusing):
         if await self.check_user() is None:
             return
         self.pending: Counter[str] = Counter()
-        self.instances: set[int] = set()
+        self.instances: set[Any] = set()  # instance ids as the events carry them
         await self.channel_layer.group_add(DASHBOARD_GROUP, self.channel_name)
         self.joined = True
         await self.accept()

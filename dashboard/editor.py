@@ -156,7 +156,9 @@ def editor(request: HttpRequest, slug: str) -> HttpResponse:
     requested = request.GET.get("version")
     viewing = None
     if requested:
-        viewing = definition.versions.filter(number=int(requested) if requested.isdigit() else -1).first()
+        # isdecimal and isascii: "²" is a digit to isdigit() but not to int().
+        number = int(requested) if requested.isascii() and requested.isdecimal() and len(requested) < 12 else -1
+        viewing = definition.versions.filter(number=number).first()
         if viewing is None:
             messages.error(request, f"{definition.name} has no version {requested}: showing the latest.")
             return redirect("workflow-editor", slug=slug)

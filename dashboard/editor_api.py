@@ -11,11 +11,10 @@ from __future__ import annotations
 import json
 from typing import Any
 
-from django.core.exceptions import RequestDataTooBig
 from django.db.models import Count
 from django.http import HttpRequest, JsonResponse
 
-from dashboard.api import api_view, error
+from dashboard.api import BodyRejected, api_view, error, json_body
 from workflows.definitions import save_version
 from workflows.engine import expressions
 from workflows.engine.errors import ExpressionError, GraphInvalid
@@ -41,15 +40,9 @@ class BadRequest(Exception):
 def _body(request: HttpRequest) -> dict[str, Any]:
     """The request's JSON object, or BadRequest saying why not."""
     try:
-        raw = request.body
-    except RequestDataTooBig:
-        raise BadRequest("the request is too large", 413) from None
-    if not raw:
-        return {}
-    try:
-        body = json.loads(raw)
-    except (json.JSONDecodeError, UnicodeDecodeError) as exc:
-        raise BadRequest(f"request body is not valid JSON: {exc}") from None
+        body = json_body(request)
+    except BodyRejected as exc:
+        raise BadRequest(str(exc), exc.status) from None
     if not isinstance(body, dict):
         raise BadRequest("request body must be a JSON object")
     return body

@@ -14,7 +14,7 @@ from django.db.models import Count
 from django.http import HttpRequest, JsonResponse
 from django.utils import timezone
 
-from dashboard.api import _json_body, api_view, error, instance_json
+from dashboard.api import BodyRejected, api_view, error, instance_json, json_body
 from workflows import operations
 from workflows.engine import breaker as breaker_logic
 from workflows.engine.nodes import known_kinds
@@ -86,9 +86,9 @@ def _operation(request: HttpRequest, instance_id: int, run: Any) -> JsonResponse
     if _instance_or_404(instance_id) is None:
         return error(404, f"instance {instance_id} does not exist")
     try:
-        body = _json_body(request)
-    except ValueError as exc:
-        return error(400, str(exc))
+        body = json_body(request)
+    except BodyRejected as exc:
+        return error(exc.status, str(exc))
     if not isinstance(body, dict):
         return error(400, "the request body must be a JSON object")
     try:
@@ -142,9 +142,9 @@ def review_decide(request: HttpRequest, instance_id: int) -> JsonResponse:
     if inst is None:
         return error(404, f"instance {instance_id} does not exist")
     try:
-        body = _json_body(request)
-    except ValueError as exc:
-        return error(400, str(exc))
+        body = json_body(request)
+    except BodyRejected as exc:
+        return error(exc.status, str(exc))
     if not isinstance(body, dict):
         return error(400, "the request body must be a JSON object")
     items = ReviewItem.objects.filter(instance=inst, status=ReviewStatus.OPEN)

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import os
 from pathlib import Path
 
 import dj_database_url
@@ -16,10 +15,11 @@ VAR_DIR = Path(env_str("STEADYFLOW_VAR_DIR", str(BASE_DIR / "var")))
 DEBUG = env_bool("DEBUG", False)
 SECRET_KEY = env_str("SECRET_KEY", "")
 if not SECRET_KEY:
-    if not DEBUG and env_bool("STEADYFLOW_REQUIRE_SECRET_KEY", False):
-        raise ImproperlyConfigured("SECRET_KEY must be set")
-    # A development fallback: the dev runner sets DEBUG, production sets SECRET_KEY.
-    SECRET_KEY = "steadyflow-insecure-development-key-change-me"  # noqa: S105
+    if not DEBUG:
+        # Fail closed: a production process never signs sessions with a key anyone can read here.
+        raise ImproperlyConfigured("SECRET_KEY must be set when DEBUG is off (production); for development set "
+                                   "DEBUG=1 (make run does)")
+    SECRET_KEY = "steadyflow-insecure-development-key-change-me"  # noqa: S105 - DEBUG only
 ALLOWED_HOSTS = env_list("ALLOWED_HOSTS", ["localhost", "127.0.0.1", "[::1]"])
 CSRF_TRUSTED_ORIGINS = env_list("CSRF_TRUSTED_ORIGINS", [])
 # A failed CSRF check on /api/ answers JSON with a message, like every other API error.
@@ -41,6 +41,8 @@ INSTALLED_APPS = [
 
 MIDDLEWARE = [
     "django.middleware.security.SecurityMiddleware",
+    "dashboard.security.ContentSecurityPolicyMiddleware",
+    "dashboard.security.RejectNulMiddleware",
     "django.contrib.sessions.middleware.SessionMiddleware",
     "django.middleware.common.CommonMiddleware",
     "django.middleware.csrf.CsrfViewMiddleware",
@@ -112,8 +114,19 @@ CHANNEL_LAYERS = {
 
 # --- Auth ---------------------------------------------------------------------------------------
 AUTH_PASSWORD_VALIDATORS = [
-    {"NAME": "django.contrib.auth.password_validation.MinimumLengthValidator"},
+    {"NAME": "django.contrib.auth.password_validation.UserAttributeSimilarityValidator"},
+    {"NAME": "django.contrib.auth.password_validation.MinimumLengthValidator", "OPTIONS": {"min_length": 10}},
+    {"NAME": "django.contrib.auth.password_validation.CommonPasswordValidator"},
+    {"NAME": "django.contrib.auth.password_validation.NumericPasswordValidator"},
 ]
+# The throttling backend refuses every login (site, admin, anything calling authenticate) for an
+# account or an address with too many recent failures, before the password is even checked.
+AUTHENTICATION_BACKENDS = ["dashboard.login_throttle.ThrottledModelBackend"]
+LOGIN_THROTTLE = {
+    "MAX_FAILURES_PER_ACCOUNT": env_int("STEADYFLOW_LOGIN_MAX_FAILURES", 5, minimum=1),
+    "MAX_FAILURES_PER_ADDRESS": env_int("STEADYFLOW_LOGIN_MAX_FAILURES_PER_ADDRESS", 20, minimum=1),
+    "WINDOW_S": env_int("STEADYFLOW_LOGIN_LOCKOUT_S", 900, minimum=1),
+}
 LOGIN_URL = "/accounts/login/"
 LOGIN_REDIRECT_URL = "/"
 LOGOUT_REDIRECT_URL = "/accounts/login/"
@@ -222,4 +235,39 @@ LOGGING = {
     },
 }
 
-os.environ.setdefault("DJANGO_ALLOW_ASYNC_UNSAFE", "false")
+
+# --- HTTPS and browser hardening (see README, "Security") ---------------------------------------
+# On by default whenever DEBUG is off: a production deployment must opt *out* of HTTPS explicitly
+# (STEADYFLOW_HTTPS=0, e.g. the local docker compose), never forget to opt in.
+HTTPS = env_bool("STEADYFLOW_HTTPS", not DEBUG)
+SECURE_SSL_REDIRECT = HTTPS
+# The load balancer's plain-HTTP liveness probe must not be redirected.
+SECURE_REDIRECT_EXEMPT = [r"^healthz$"]
+SESSION_COOKIE_SECURE = HTTPS
+CSRF_COOKIE_SECURE = HTTPS
+SECURE_HSTS_SECONDS = env_int("STEADYFLOW_HSTS_SECONDS", 31_536_000, minimum=0) if HTTPS else 0
+SECURE_HSTS_INCLUDE_SUBDOMAINS = env_bool("STEADYFLOW_HSTS_INCLUDE_SUBDOMAINS", True)
+SECURE_HSTS_PRELOAD = env_bool("STEADYFLOW_HSTS_PRELOAD", False)
+SECURE_CONTENT_TYPE_NOSNIFF = True
+SECURE_REFERRER_POLICY = "same-origin"
+X_FRAME_OPTIONS = "DENY"
+SESSION_COOKIE_HTTPONLY = True
+# Behind a TLS-terminating proxy: the header it sets to "https" (e.g. X-Forwarded-Proto). Only set this
+# when the proxy always sets (or strips) that header, or a client could claim HTTPS.
+_proxy_header = env_str("STEADYFLOW_PROXY_SSL_HEADER", "").strip()
+if _proxy_header:
+    SECURE_PROXY_SSL_HEADER = ("HTTP_" + _proxy_header.upper().replace("-", "_"), "https")
+# Content-Security-Policy (dashboard/security.py): scripts and styles only from this origin, no inline
+# script, no eval; WebSockets to this origin. STEADYFLOW_CSP replaces the whole policy.
+CONTENT_SECURITY_POLICY = env_str("STEADYFLOW_CSP", "").strip() or "; ".join([
+    "default-src 'self'",
+    "script-src 'self'",
+    "style-src 'self'",
+    "img-src 'self' data:",
+    "font-src 'self'",
+    "connect-src 'self'",
+    "object-src 'none'",
+    "base-uri 'self'",
+    "form-action 'self'",
+    "frame-ancestors 'none'",
+])

@@ -5,6 +5,10 @@ from django.contrib.staticfiles.urls import staticfiles_urlpatterns
 from django.urls import path
 
 from dashboard import api, demo, editor, editor_api, instance_api, review_views, views
+from dashboard.login_throttle import ThrottledAdminAuthenticationForm, ThrottledAuthenticationForm
+
+# Both login pages say when a login is refused because of too many failures (dashboard/login_throttle.py).
+admin.site.login_form = ThrottledAdminAuthenticationForm
 
 urlpatterns = [
     path("", views.home, name="home"),
@@ -36,7 +40,8 @@ urlpatterns = [
     path("api/dashboard", instance_api.dashboard_stats, name="api-dashboard"),
     path("review/", review_views.review_list, name="review-list"),
     path("review/<int:item_id>/", review_views.review_detail, name="review-detail"),
-    path("accounts/login/", auth_views.LoginView.as_view(), name="login"),
+    path("accounts/login/", auth_views.LoginView.as_view(authentication_form=ThrottledAuthenticationForm),
+         name="login"),
     path("accounts/logout/", auth_views.LogoutView.as_view(), name="logout"),
     path("admin/", admin.site.urls),
     # Last among the API routes: an unknown /api/ path answers JSON, not the HTML 404 page.

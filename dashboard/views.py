@@ -122,6 +122,10 @@ def _parse_day(raw: str, name: str, errors: list[str]) -> datetime | None:
     except ValueError:
         errors.append(f"'{name}' must be a date like 2026-01-31, not {raw!r}")
         return None
+    if day >= date.max:
+        # The filter adds a day to the end date: the last date there is would overflow.
+        errors.append(f"'{name}' must be before {date.max.isoformat()}")
+        return None
     return datetime.combine(day, time.min, tzinfo=UTC)
 
 
@@ -147,7 +151,7 @@ def _instance_list_context(request: HttpRequest) -> dict[str, Any]:
         instances = instances.filter(created_at__lt=end + timedelta(days=1))
     query = filters["q"].lstrip("#")
     if query:
-        if query.isdigit():
+        if query.isascii() and query.isdecimal() and len(query) < 19:  # not "²", which int() refuses
             instances = instances.filter(pk=int(query))
         else:
             # A whole traceparent, or just its 32-hex trace id: both are substrings of the stored value.

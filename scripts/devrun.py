@@ -318,7 +318,7 @@ def run(load_examples: bool = True) -> int:
         password_file = VAR / "admin-password.txt"
         password = password_file.read_text().strip() if password_file.exists() else "(unchanged: see README)"
         log(f"Steadyflow is up: http://127.0.0.1:{port}/  login: admin / {password}")
-        log(f"try: .venv/bin/python manage.py run_workflow industry-report --wait 30 --input "
+        log(f"try: DEBUG=1 .venv/bin/python manage.py run_workflow industry-report --wait 30 --input "
             f"'{{\"topic\": \"batteries\", \"research_base\": \"http://127.0.0.1:{port}/demo/research\"}}'")
         log("Ctrl-C stops everything")
         while True:

@@ -8,6 +8,7 @@ from typing import Any
 from django import forms
 
 from workflows import review
+from workflows.engine import limits, strict_json
 from workflows.models import ReviewItem
 
 ACTION_LABELS = {
@@ -46,11 +47,14 @@ def _field_for(name: str, schema: dict[str, Any]) -> forms.Field:
 
 class ReviewDecisionForm(forms.Form):
     action = forms.ChoiceField(choices=())
-    extra_transitions = forms.IntegerField(required=False, min_value=0, label="Grant more transitions")
-    extra_budget_usd = forms.DecimalField(required=False, min_value=0, decimal_places=6, max_digits=14,
-                                          label="Grant more budget (USD)")
-    extra_tokens = forms.IntegerField(required=False, min_value=0, label="Grant more tokens")
-    extra_ttl_s = forms.FloatField(required=False, min_value=1, label="Grant more time (seconds)")
+    extra_transitions = forms.IntegerField(required=False, min_value=0, max_value=limits.MAX_GRANT_TRANSITIONS,
+                                           label="Grant more transitions")
+    extra_budget_usd = forms.DecimalField(required=False, min_value=0, max_value=limits.MAX_GRANT_BUDGET_USD,
+                                          decimal_places=6, max_digits=14, label="Grant more budget (USD)")
+    extra_tokens = forms.IntegerField(required=False, min_value=0, max_value=limits.MAX_GRANT_TOKENS,
+                                      label="Grant more tokens")
+    extra_ttl_s = forms.FloatField(required=False, min_value=1, max_value=limits.MAX_GRANT_TTL_S,
+                                   label="Grant more time (seconds)")
     context = forms.CharField(required=False, widget=forms.Textarea(attrs={"rows": 8, "class": "mono"}),
                               label="Context (JSON)")
     goto = forms.ChoiceField(required=False, choices=(), label="Next node")
@@ -83,9 +87,9 @@ class ReviewDecisionForm(forms.Form):
         if not raw:
             return None
         try:
-            return json.loads(raw)
-        except json.JSONDecodeError as exc:
-            raise forms.ValidationError({name: f"not valid JSON: {exc.msg} (line {exc.lineno})"}) from None
+            return strict_json.loads(raw, what="this")
+        except strict_json.JSONRejected as exc:
+            raise forms.ValidationError({name: str(exc)}) from None
 
     def clean(self) -> dict[str, Any]:
         data = super().clean()
@@ -101,9 +105,9 @@ class ReviewDecisionForm(forms.Form):
             value = data[name]
             if isinstance(self.fields[name], JSONTextField) and isinstance(value, str) and value.strip():
                 try:
-                    value = json.loads(value)
-                except json.JSONDecodeError as exc:
-                    self.add_error(name, f"not valid JSON: {exc.msg}")
+                    value = strict_json.loads(value, what="this")
+                except strict_json.JSONRejected as exc:
+                    self.add_error(name, str(exc))
                     continue
             if value not in (None, ""):
                 inputs[name[len("input_"):]] = value

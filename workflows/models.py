@@ -18,6 +18,7 @@ from django.utils import timezone
 
 from workflows.engine.graph import Graph
 from workflows.engine.statuses import InstanceStatus, StepStatus
+from workflows.fields import TolerantDecimalField
 
 
 def new_trace_id() -> str:
@@ -105,8 +106,9 @@ class WorkflowInstance(models.Model):
     halt_reason = models.CharField(max_length=32, blank=True)
     error = models.JSONField(null=True, blank=True)
     tokens = models.PositiveBigIntegerField(default=0)
-    cost_usd = models.DecimalField(max_digits=14, decimal_places=6, default=0)
-    budget_usd = models.DecimalField(max_digits=14, decimal_places=6, null=True, blank=True)
+    # Tolerant: a value past max_digits already in an SQLite database must not break every page.
+    cost_usd = TolerantDecimalField(max_digits=14, decimal_places=6, default=0)
+    budget_usd = TolerantDecimalField(max_digits=14, decimal_places=6, null=True, blank=True)
     created_by = models.ForeignKey(settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.SET_NULL,
                                    related_name="+")
     created_at = models.DateTimeField(default=timezone.now, db_index=True)

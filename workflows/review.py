@@ -8,6 +8,7 @@ audited (actor, time, before/after) and written to the event log.
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass, field
 from datetime import timedelta
 from decimal import Decimal, InvalidOperation
@@ -19,6 +20,7 @@ from django.db import transaction
 from django.utils import timezone
 
 from workflows import runtime
+from workflows.engine import limits
 from workflows.engine.statuses import InstanceStatus, StepStatus
 from workflows.models import AuditEntry, ReviewItem, ReviewStatus, StepRun, WorkflowInstance
 
@@ -159,6 +161,22 @@ def _decide_halt(tr: runtime.UnitOfWork, item: ReviewItem, decision: Decision) -
     runtime.resume(tr, goto=goto, note=decision.note)
 
 
+def _grant(value: Any, name: str, maximum: Any, kind: type = int) -> Any:
+    """An operator's grant as a number within its documented bound (workflows/engine/limits.py)."""
+    try:
+        amount = Decimal(str(value)) if kind is Decimal else kind(value)
+    except (InvalidOperation, OverflowError, TypeError, ValueError):
+        raise ReviewError(f"{name} {value!r} is not a number") from None
+    if isinstance(value, bool) or (kind is not Decimal and not math.isfinite(amount)) or \
+            (kind is Decimal and not amount.is_finite()):
+        raise ReviewError(f"{name} {value!r} is not a number")
+    if amount < 0:
+        raise ReviewError(f"{name} must be zero or more")
+    if amount > maximum:
+        raise ReviewError(f"{name} must be at most {maximum}")
+    return amount
+
+
 def _apply_grants(tr: runtime.UnitOfWork, item: ReviewItem, decision: Decision) -> None:
     inst = tr.instance
     extra = decision.extra_transitions
@@ -166,26 +184,27 @@ def _apply_grants(tr: runtime.UnitOfWork, item: ReviewItem, decision: Decision) 
         # Continuing a looped instance without more room would halt it again at once.
         extra = tr.graph.settings.max_transitions or runtime.conf("DEFAULT_MAX_TRANSITIONS")
     if extra is not None:
-        if int(extra) < 0:
-            raise ReviewError("extra transitions must be zero or more")
-        tr.set_instance(max_transitions=inst.max_transitions + int(extra))
+        grant = _grant(extra, "extra transitions", limits.MAX_GRANT_TRANSITIONS)
+        if inst.max_transitions + grant > limits.MAX_TOTAL_TRANSITIONS:
+            raise ReviewError(f"the instance may not go past {limits.MAX_TOTAL_TRANSITIONS} transitions in all")
+        tr.set_instance(max_transitions=inst.max_transitions + grant)
     if decision.extra_budget_usd not in (None, ""):
-        try:
-            amount = Decimal(str(decision.extra_budget_usd))
-        except InvalidOperation:
-            raise ReviewError(f"extra budget {decision.extra_budget_usd!r} is not a number") from None
-        if amount < 0:
-            raise ReviewError("extra budget must be zero or more")
-        tr.set_instance(budget_usd=(inst.budget_usd or Decimal(0)) + amount)
+        amount = _grant(decision.extra_budget_usd, "extra budget", limits.MAX_GRANT_BUDGET_USD, Decimal)
+        total = (inst.budget_usd or Decimal(0)) + amount
+        if total > limits.MAX_TOTAL_BUDGET_USD:
+            raise ReviewError(f"the instance's budget may not go past {limits.MAX_TOTAL_BUDGET_USD} USD in all")
+        tr.set_instance(budget_usd=total)
     if decision.extra_tokens is not None:
+        tokens = _grant(decision.extra_tokens, "extra tokens", limits.MAX_GRANT_TOKENS)
         state = inst.state
-        state["budget_tokens"] = (state.get("budget_tokens") or 0) + int(decision.extra_tokens)
+        state["budget_tokens"] = (state.get("budget_tokens") or 0) + tokens
         tr.set_instance(state=state)
     if decision.extra_ttl_s is not None:
-        if float(decision.extra_ttl_s) <= 0:
+        seconds = _grant(decision.extra_ttl_s, "extra time", limits.MAX_GRANT_TTL_S, float)
+        if seconds <= 0:
             raise ReviewError("extra time must be more than zero seconds")
         base = max(inst.deadline or tr.now, tr.now)
-        tr.set_instance(deadline=base + timedelta(seconds=float(decision.extra_ttl_s)))
+        tr.set_instance(deadline=base + timedelta(seconds=seconds))
     if item.reason == "budget_exceeded" and runtime.budget_exceeded(inst) is not None:
         raise ReviewError("the instance is still over its budget: grant more budget to continue")
 

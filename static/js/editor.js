@@ -36,7 +36,7 @@
   };
   let cy = null;
   let eh = null;
-  let ajv = null;
+  let schemaCheck = null; // static/js/schema-check.js
   const compiled = {};
 
   // ---------------------------------------------------------------- helpers
@@ -49,6 +49,8 @@
       else if (k === "text") node.textContent = v;
       else if (k.startsWith("on")) node.addEventListener(k.slice(2), v);
       else if (k === "dataset") Object.assign(node.dataset, v);
+      // Through the CSSOM: a style *attribute* is inline style, which the Content-Security-Policy refuses.
+      else if (k === "style") node.style.cssText = v;
       else node.setAttribute(k, v === true ? "" : v);
     });
     children.flat().forEach((c) => {
@@ -370,18 +372,18 @@
   // ---------------------------------------------------------------- client-side schema checks
 
   function validator(key, schema) {
-    if (!ajv) return null;
+    if (!schemaCheck) return null;
     if (!compiled[key]) {
       try {
-        compiled[key] = ajv.compile(schema);
+        compiled[key] = schemaCheck.compile(schema);
       } catch (exc) {
-        compiled[key] = () => true; // a schema ajv cannot compile: leave it to the server's validator
+        compiled[key] = () => true; // a schema the checker cannot compile: leave it to the server's validator
       }
     }
     return compiled[key];
   }
 
-  /** ajv errors as {path: message}: "config.prompt", "retry.max_attempts", "" for the whole object. */
+  /** schema errors (Ajv's shape) as {path: message}: "config.prompt", "retry.max_attempts", "" for the whole object. */
   function schemaErrors(key, schema, value, prefix) {
     const validate = validator(key, schema);
     const out = {};
@@ -1277,8 +1279,8 @@
   }
 
   async function init() {
-    const Ajv = window.ajv2020 && (window.ajv2020.default || window.ajv2020);
-    if (Ajv) ajv = new Ajv({ allErrors: true, strict: false, validateFormats: false });
+    // static/js/schema-check.js: Ajv's interface and messages without its eval (the CSP forbids eval).
+    if (window.SchemaCheck) schemaCheck = window.SchemaCheck;
     const typesRes = await api("GET", CFG.urls.nodeTypes);
     if (!typesRes.ok) {
       $("#panel").textContent = "Could not load the node types: " + typesRes.data.message;

@@ -11,6 +11,8 @@
   "use strict";
 
   const cfg = JSON.parse(document.getElementById("live-config").textContent);
+  // The CSRF token comes on this script's tag (no inline script: the Content-Security-Policy forbids it).
+  const CSRF = (document.currentScript && document.currentScript.dataset.csrf) || "";
   const G = window.SteadyflowGraph;
   const $ = (id) => document.getElementById(id);
   const PAGE = 1000;
@@ -710,7 +712,7 @@
   async function postJSON(url, body) {
     const r = await fetch(url, {
       method: "POST", credentials: "same-origin", body: JSON.stringify(body),
-      headers: { "Content-Type": "application/json", Accept: "application/json", "X-CSRFToken": window.STEADYFLOW_CSRF },
+      headers: { "Content-Type": "application/json", Accept: "application/json", "X-CSRFToken": CSRF },
     });
     const data = await r.json().catch(() => ({}));
     if (!r.ok) throw new Error(data.message || r.status + " " + r.statusText);

@@ -176,7 +176,7 @@ def test_start_rejects_bad_input_with_json_errors(operator, flow, settings):
     settings.STEADYFLOW = {**settings.STEADYFLOW, "MAX_PAYLOAD_BYTES": 2048}
     assert_error(post_json(operator, url, {"input": {"blob": "x" * 5000}}), 413, "start input is")
     settings.DATA_UPLOAD_MAX_MEMORY_SIZE = 1024
-    assert_error(post_json(operator, url, {"input": {"blob": "x" * 5000}}), 400, "request body is too large")
+    assert_error(post_json(operator, url, {"input": {"blob": "x" * 5000}}), 413, "request body is too large")
     assert WorkflowInstance.objects.count() == 0
 
 

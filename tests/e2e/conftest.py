@@ -28,6 +28,14 @@ PASSWORD = "pw"
 ROOT = Path(__file__).resolve().parents[2]
 
 
+def note_console(message: Any, console: list[str], errors: list[str]) -> None:
+    """Keep the console for failure reports; a Content-Security-Policy violation is a script error too
+    (the pages must work under the policy dashboard/security.py sends)."""
+    console.append(f"{message.type}: {message.text}")
+    if "Content Security Policy" in message.text:
+        errors.append(f"CSP violation: {message.text}")
+
+
 @pytest.fixture(scope="module")
 def browser() -> Iterator[Any]:
     if not CHROMIUM.exists():
@@ -58,7 +66,7 @@ def page(browser: Any, live_server: Any, transactional_db: None, request: Any, t
     errors: list[str] = []
     console: list[str] = []
     page.on("pageerror", lambda exc: errors.append(str(exc)))
-    page.on("console", lambda message: console.append(f"{message.type}: {message.text}"))
+    page.on("console", lambda message: note_console(message, console, errors))
     page.js_errors = errors  # tests assert the page ran without script errors
     yield page
     failed = getattr(request.node, "rep_call", None) is not None and request.node.rep_call.failed
@@ -193,7 +201,7 @@ def daphne_page(browser: Any, daphne_server: DaphneServer, request: Any, tmp_pat
     errors: list[str] = []
     console: list[str] = []
     page.on("pageerror", lambda exc: errors.append(str(exc)))
-    page.on("console", lambda message: console.append(f"{message.type}: {message.text}"))
+    page.on("console", lambda message: note_console(message, console, errors))
     page.js_errors = errors
     yield page
     if getattr(request.node, "rep_call", None) is not None and request.node.rep_call.failed:

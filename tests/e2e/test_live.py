@@ -85,7 +85,7 @@ def open_instance(page: Any, instance: WorkflowInstance) -> None:
     """Open the page and wait until it is live and has what the event log held when it opened."""
     instance.refresh_from_db()
     page.goto(f"/instances/{instance.pk}/")
-    page.wait_for_function("window.steadyflowLive && document.getElementById('conn').dataset.state === 'live'"
+    page.wait_for_function("() => window.steadyflowLive && document.getElementById('conn').dataset.state === 'live'"
                            f" && steadyflowLive.store.lastSeq >= {instance.event_seq}")
     page.evaluate("window.__notReloaded = true")
 
@@ -116,7 +116,7 @@ def test_nodes_turn_running_then_succeeded_in_order_and_time_travel_shows_the_pa
     processes.all_workers()
     processes.worker("io")  # a second io worker: the two HTTP branches run side by side
     # Seen while it happens: the HTTP branches hold for HTTP_DELAY_S, the LLM branch is done at once.
-    page.wait_for_function("steadyflowLive.renderedState('market') === 'running'"
+    page.wait_for_function("() => steadyflowLive.renderedState('market') === 'running'"
                            " && steadyflowLive.renderedState('news') === 'running'", timeout=30_000)
     assert drawn(page, "plan") == "succeeded" and drawn(page, "clean") is None
     assert page.locator("#inst-status").inner_text() == "running"
@@ -125,9 +125,9 @@ def test_nodes_turn_running_then_succeeded_in_order_and_time_travel_shows_the_pa
     SCREENSHOT.parent.mkdir(parents=True, exist_ok=True)
     page.screenshot(path=str(SCREENSHOT))
 
-    page.wait_for_function("steadyflowLive.renderedState('done') === 'succeeded'", timeout=30_000)
+    page.wait_for_function("() => steadyflowLive.renderedState('done') === 'succeeded'", timeout=30_000)
     wait_for_status(instance, "completed", timeout=30)
-    page.wait_for_function("document.getElementById('inst-status').textContent === 'completed'")
+    page.wait_for_function("() => document.getElementById('inst-status').textContent === 'completed'")
     assert page.evaluate("window.__notReloaded") is True
     assert page.evaluate("steadyflowLive.store.socketEvents") > 0
 
@@ -187,18 +187,18 @@ def test_the_page_catches_up_after_its_socket_dies(
     processes.all_workers()
     instance = start_research(research_server)
     open_instance(page, instance)
-    page.wait_for_function("steadyflowLive.renderedState('market') === 'running'", timeout=30_000)
+    page.wait_for_function("() => steadyflowLive.renderedState('market') === 'running'", timeout=30_000)
 
     daphne_server.kill()  # every socket drops; nothing reaches the page while the server is down
-    page.wait_for_function("document.getElementById('conn').dataset.state === 'offline'")
+    page.wait_for_function("() => document.getElementById('conn').dataset.state === 'offline'")
     wait_for_status(instance, "completed", timeout=30)
     instance.refresh_from_db()
     assert page.evaluate("steadyflowLive.store.lastSeq") < instance.event_seq
     assert drawn(page, "write") is None
 
     daphne_server.start()  # same port: the page reconnects and fetches what it missed
-    page.wait_for_function(f"steadyflowLive.store.lastSeq === {instance.event_seq}", timeout=20_000)
-    page.wait_for_function("document.getElementById('conn').dataset.state === 'live'")
+    page.wait_for_function(f"() => steadyflowLive.store.lastSeq === {instance.event_seq}", timeout=20_000)
+    page.wait_for_function("() => document.getElementById('conn').dataset.state === 'live'")
     for node in ["start", *WORK_NODES, "done"]:
         assert drawn(page, node) == "succeeded"
     assert page.locator("#inst-status").inner_text() == "completed"
@@ -216,7 +216,7 @@ def test_an_operator_retries_a_failed_step_from_the_page(
     instance = start_research(research_server)
     open_instance(page, instance)
     wait_for_status(instance, "failed", timeout=30)
-    page.wait_for_function("document.getElementById('inst-status').textContent === 'failed'")
+    page.wait_for_function("() => document.getElementById('inst-status').textContent === 'failed'")
     assert drawn(page, "news") == "failed"
     page.wait_for_selector("#btn-retry:not([hidden])")
     assert page.locator("#btn-cancel").is_hidden()
@@ -228,7 +228,7 @@ def test_an_operator_retries_a_failed_step_from_the_page(
 
     BROKEN.clear()
     page.click("#btn-retry")
-    page.wait_for_function("document.getElementById('inst-status').textContent === 'completed'", timeout=30_000)
+    page.wait_for_function("() => document.getElementById('inst-status').textContent === 'completed'", timeout=30_000)
     wait_for_status(instance, "completed", timeout=10)
     for node in ["start", *WORK_NODES, "done"]:
         assert drawn(page, node) == "succeeded"
@@ -243,16 +243,16 @@ def test_the_dashboard_counts_update_live(daphne_page: Any, login: Any, operator
     page = daphne_page
     login(page, operator)
     page.goto("/")
-    page.wait_for_function("document.getElementById('conn').dataset.state === 'live'")
+    page.wait_for_function("() => document.getElementById('conn').dataset.state === 'live'")
     page.evaluate("window.__notReloaded = true")
     tile = page.locator(".tile[data-status='running'] .n")
     assert tile.inner_text() == "0"
     start_research(research_server)  # no worker runs it: it stays running
-    page.wait_for_function("document.querySelector(\".tile[data-status='running'] .n\").textContent === '1'",
+    page.wait_for_function("() => document.querySelector(\".tile[data-status='running'] .n\").textContent === '1'",
                            timeout=10_000)
     instance = WorkflowInstance.objects.get()
     runtime.cancel_instance(instance.pk, "done watching")
-    page.wait_for_function("document.querySelector(\".tile[data-status='cancelled'] .n\").textContent === '1'",
+    page.wait_for_function("() => document.querySelector(\".tile[data-status='cancelled'] .n\").textContent === '1'",
                            timeout=10_000)
     assert tile.inner_text() == "0"
     assert page.evaluate("window.__notReloaded") is True

@@ -35,15 +35,47 @@ _FUNCTIONS = {
 }
 
 
+# Conditions and templates are short; these bounds keep a hostile one from costing the parser or the
+# evaluator's recursion anything (README, "Graph format").
+MAX_EXPRESSION_CHARS = 2000
+MAX_EXPRESSION_DEPTH = 50
+
+
+def _short(expression: str) -> str:
+    return repr(expression if len(expression) <= 80 else expression[:77] + "...")
+
+
+def _depth(tree: ast.AST) -> int:
+    """The syntax tree's depth, without recursion."""
+    deepest = 0
+    stack = [(tree, 1)]
+    while stack:
+        node, depth = stack.pop()
+        deepest = max(deepest, depth)
+        stack.extend((child, depth + 1) for child in ast.iter_child_nodes(node))
+    return deepest
+
+
 @lru_cache(maxsize=4096)
 def parse(expression: str) -> ast.Expr:
     """Parse once and cache; raises ExpressionError with the parser's reason."""
     if not isinstance(expression, str) or not expression.strip():
         raise ExpressionError("expression is empty")
+    if len(expression) > MAX_EXPRESSION_CHARS:
+        raise ExpressionError(f"is too long ({len(expression)} characters, {MAX_EXPRESSION_CHARS} at most)")
     try:
         tree = ast.parse(expression.strip(), mode="eval")
     except SyntaxError as exc:
         raise ExpressionError(f"does not parse: {exc.msg} in {expression!r}") from None
+    except (RecursionError, MemoryError):
+        # "1+1+...", "not not ...", "----1" thousands deep exhaust the parser before any syntax error.
+        raise ExpressionError(f"is nested too deeply to parse in {_short(expression)}") from None
+    except ValueError as exc:  # a NUL character (Python 3.11 raises ValueError, later versions SyntaxError)
+        raise ExpressionError(f"does not parse: {exc} in {_short(expression)}") from None
+    if _depth(tree) > MAX_EXPRESSION_DEPTH:
+        # The evaluator (simpleeval) recurses once per level; refuse at save, not at run time.
+        raise ExpressionError(f"is nested too deeply ({MAX_EXPRESSION_DEPTH} levels at most) in "
+                              f"{_short(expression)}")
     # simpleeval refuses dunder access at evaluation; refuse it at save time too.
     for node in ast.walk(tree):
         if isinstance(node, ast.Attribute) and node.attr.startswith("_"):

@@ -8,13 +8,14 @@ checks.
 
 from __future__ import annotations
 
+import math
 import re
 from collections import deque
 from typing import Any
 
 import jsonschema
 
-from workflows.engine import expressions
+from workflows.engine import expressions, limits
 from workflows.engine.errors import ExpressionError, GraphInvalid, GraphIssue
 from workflows.engine.graph import Graph
 from workflows.engine.nodes import known_kinds
@@ -22,6 +23,28 @@ from workflows.engine.nodes import known_kinds
 QUEUES = ("ai", "io", "default")
 ID_PATTERN = re.compile(r"^[A-Za-z_][A-Za-z0-9_\-]{0,63}$")
 
+_RETRY_SHAPE: dict[str, Any] = {
+    "type": "object",
+    "additionalProperties": False,
+    "properties": {
+        "max_attempts": limits.number(1, limits.MAX_ATTEMPTS, integer=True),
+        "backoff_s": limits.number(0, limits.MAX_BACKOFF_S),
+        "max_backoff_s": limits.number(0, limits.MAX_BACKOFF_S),
+        "jitter": {"type": "boolean"},
+    },
+}
+_TIMEOUT_SHAPE = limits.number(None, limits.MAX_STEP_TIMEOUT_S, exclusive_minimum=0)
+# A compensation is a registered function's name, or a node of its own (executor.compensation_node).
+_COMPENSATE_SHAPE: dict[str, Any] = {
+    "type": ["object", "string", "null"],
+    "properties": {
+        "type": {"type": "string"},
+        "config": {"type": "object"},
+        "queue": {"type": "string", "enum": list(QUEUES)},
+        "retry": _RETRY_SHAPE,
+        "timeout_s": _TIMEOUT_SHAPE,
+    },
+}
 _NODE_SHAPE: dict[str, Any] = {
     "type": "object",
     "required": ["id", "type"],
@@ -30,17 +53,8 @@ _NODE_SHAPE: dict[str, Any] = {
         "type": {"type": "string"},
         "config": {"type": "object"},
         "queue": {"type": "string", "enum": list(QUEUES)},
-        "retry": {
-            "type": "object",
-            "additionalProperties": False,
-            "properties": {
-                "max_attempts": {"type": "integer", "minimum": 1, "maximum": 100},
-                "backoff_s": {"type": "number", "minimum": 0},
-                "max_backoff_s": {"type": "number", "minimum": 0},
-                "jitter": {"type": "boolean"},
-            },
-        },
-        "timeout_s": {"type": "number", "exclusiveMinimum": 0},
+        "retry": _RETRY_SHAPE,
+        "timeout_s": _TIMEOUT_SHAPE,
         "join": {"type": "string", "enum": ["all", "any"]},
         "fallback": {
             "type": "object",
@@ -51,8 +65,9 @@ _NODE_SHAPE: dict[str, Any] = {
                 "output": {},
             },
         },
-        "compensate": {"type": ["object", "string", "null"]},
-        "position": {"type": "object", "properties": {"x": {"type": "number"}, "y": {"type": "number"}}},
+        "compensate": _COMPENSATE_SHAPE,
+        "position": {"type": "object", "properties": {"x": limits.number(-limits.MAX_POSITION, limits.MAX_POSITION),
+                                                      "y": limits.number(-limits.MAX_POSITION, limits.MAX_POSITION)}},
         "label": {"type": "string"},
     },
 }
@@ -70,11 +85,11 @@ _SETTINGS_SHAPE: dict[str, Any] = {
     "type": "object",
     "additionalProperties": False,
     "properties": {
-        "max_transitions": {"type": "integer", "minimum": 1},
-        "ttl_s": {"type": "number", "exclusiveMinimum": 0},
-        "max_concurrency": {"type": "integer", "minimum": 1},
-        "budget_usd": {"type": "number", "minimum": 0},
-        "budget_tokens": {"type": "integer", "minimum": 0},
+        "max_transitions": limits.number(1, limits.MAX_TRANSITIONS, integer=True),
+        "ttl_s": limits.number(None, limits.MAX_TTL_S, exclusive_minimum=0),
+        "max_concurrency": limits.number(1, limits.MAX_CONCURRENCY, integer=True),
+        "budget_usd": limits.number(0, limits.MAX_BUDGET_USD),
+        "budget_tokens": limits.number(0, limits.MAX_BUDGET_TOKENS, integer=True),
     },
 }
 
@@ -110,10 +125,32 @@ def _subject(node: str | None, edge: int | None) -> str:
     return ""
 
 
+def unsafe_value(data: Any, max_depth: int = limits.MAX_JSON_DEPTH) -> str | None:
+    """Why `data` cannot be stored or checked safely (nested past max_depth, a NaN or an infinity), or None.
+
+    Iterative, so a hostile document cannot exhaust the stack here.
+    """
+    stack: list[tuple[Any, str, int]] = [(data, "", 1)]
+    while stack:
+        value, path, depth = stack.pop()
+        if isinstance(value, float) and not math.isfinite(value):
+            return f"holds a number that is not finite ({value}) at {path or 'the top'}"
+        if isinstance(value, (dict, list)):
+            if depth > max_depth:
+                return f"is nested too deeply ({max_depth} levels at most) at {path}"
+            items = value.items() if isinstance(value, dict) else enumerate(value)
+            stack.extend((item, f"{path}.{key}" if path else str(key), depth + 1) for key, item in items)
+    return None
+
+
 def validate_graph(data: Any) -> list[GraphIssue]:
     """Return every issue found; an empty list means the graph is valid."""
     if not isinstance(data, dict):
         return [GraphIssue("the graph must be a JSON object with 'nodes' and 'edges'")]
+    problem = unsafe_value(data)
+    if problem:
+        # Checked first and without recursion: the schema checks below recurse through the graph.
+        return [GraphIssue(f"the graph {problem}")]
     issues: list[GraphIssue] = []
     nodes = data.get("nodes")
     edges = data.get("edges", [])

@@ -5,7 +5,7 @@ from typing import Any, ClassVar
 
 import httpx
 
-from workflows.engine import ssrf
+from workflows.engine import limits, ssrf
 from workflows.engine.errors import PermanentStepError, StepError, StepTimeout
 from workflows.engine.nodes import register
 from workflows.engine.nodes.base import NodeKind, NodeResult, StepCall
@@ -38,7 +38,8 @@ class Http(NodeKind):
             "params": {"type": "object", "title": "Query parameters"},
             "json": {"title": "JSON body"},
             "body": {"type": "string", "title": "Raw body"},
-            "timeout_s": {"type": "number", "exclusiveMinimum": 0, "title": "Request timeout (s)"},
+            "timeout_s": limits.number(None, limits.MAX_STEP_TIMEOUT_S, exclusive_minimum=0,
+                                       title="Request timeout (s)"),
         },
     }
 

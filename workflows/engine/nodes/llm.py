@@ -4,7 +4,7 @@ import asyncio
 from functools import partial
 from typing import Any, ClassVar
 
-from workflows.engine import providers
+from workflows.engine import limits, providers
 from workflows.engine.errors import CircuitOpen, GraphIssue, ProviderError, StepTimeout
 from workflows.engine.graph import Graph, Node
 from workflows.engine.nodes import register
@@ -40,7 +40,7 @@ class LLM(NodeKind):
             "routes": {"type": "array", "items": {"type": "string", "minLength": 1}, "uniqueItems": True,
                        "title": "Routes the reply chooses from"},
             "temperature": {"type": "number", "minimum": 0, "maximum": 2},
-            "max_tokens": {"type": "integer", "minimum": 1},
+            "max_tokens": limits.number(1, limits.MAX_LLM_TOKENS, integer=True),
             "save_as": {"type": "string", "title": "Also store the reply text in context[...]"},
             "script": {
                 "type": "array",
@@ -55,7 +55,7 @@ class LLM(NodeKind):
                         "usage": {"type": "object"},
                         "error": {"type": "string"},
                         "permanent": {"type": "boolean"},
-                        "delay_s": {"type": "number", "minimum": 0},
+                        "delay_s": limits.number(0, limits.MAX_SCRIPT_DELAY_S),
                     },
                 },
             },

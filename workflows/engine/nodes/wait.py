@@ -3,6 +3,7 @@ from __future__ import annotations
 from datetime import datetime, timedelta
 from typing import Any, ClassVar
 
+from workflows.engine import limits
 from workflows.engine.errors import ConfigError
 from workflows.engine.nodes import register
 from workflows.engine.nodes.base import NodeKind, NodeResult, StepCall
@@ -20,7 +21,7 @@ class Wait(NodeKind):
         "type": "object",
         "additionalProperties": False,
         "properties": {
-            "seconds": {"type": "number", "minimum": 0, "title": "Seconds to wait"},
+            "seconds": limits.number(0, limits.MAX_WAIT_S, title="Seconds to wait"),
             "until": {"type": "string", "title": "Or until (ISO 8601 time, templates allowed)"},
         },
         "oneOf": [{"required": ["seconds"]}, {"required": ["until"]}],

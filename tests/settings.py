@@ -1,0 +1,15 @@
+"""Settings for the test suite: the project's settings, with the two things production must set and a
+test run must not need. DJANGO_SETTINGS_MODULE points here (pyproject.toml), and the worker, scheduler and
+daphne processes the tests start inherit both the module and these variables.
+
+- SECRET_KEY: production refuses to start without one (dashboard/settings.py); tests use a throwaway.
+- STEADYFLOW_HTTPS=0: the test client and pytest-django's live server speak plain HTTP, so no redirect
+  to HTTPS and no secure-only cookies.
+"""
+
+import os
+
+os.environ.setdefault("SECRET_KEY", "steadyflow-test-suite-only-" + "x" * 40)
+os.environ.setdefault("STEADYFLOW_HTTPS", "0")
+
+from dashboard.settings import *  # noqa: E402, F403 - the project's settings, unchanged otherwise

@@ -1,0 +1,35 @@
+"""Model fields."""
+
+from __future__ import annotations
+
+import decimal
+from typing import Any
+
+from django.db import models
+from django.utils.functional import cached_property
+
+
+class TolerantDecimalField(models.DecimalField):
+    """A DecimalField whose rows always load, whatever the column holds.
+
+    SQLite does not enforce max_digits, so a value past it (a budget of 1e30, saved before graph numbers
+    were bounded) is stored, and Django's SQLite converter then fails to quantize it with a context of
+    max_digits precision: every query loading the row raised InvalidOperation, and every page listing
+    the instance answered 500. Reading uses a context wide enough for any finite stored value; writing
+    converts floats exactly as DecimalField does. The schema is unchanged, so migrations see a plain
+    DecimalField (deconstruct).
+    """
+
+    @cached_property
+    def context(self) -> decimal.Context:
+        # 400 digits hold any finite double (at most ~1.8e308) with the field's decimal places.
+        return decimal.Context(prec=max(self.max_digits or 0, 400))
+
+    def to_python(self, value: Any) -> Any:
+        if isinstance(value, float):
+            value = decimal.Context(prec=self.max_digits).create_decimal_from_float(value)
+        return super().to_python(value)
+
+    def deconstruct(self) -> Any:
+        name, _path, args, kwargs = super().deconstruct()
+        return name, "django.db.models.DecimalField", args, kwargs
