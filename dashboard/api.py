@@ -166,9 +166,9 @@ def start_instances(request: HttpRequest, slug: str) -> JsonResponse:
     if version is None:
         return error(409, f"workflow {slug!r} has no saved version")
     try:
-        body = _json_body(request)
-    except ValueError as exc:
-        return error(400, str(exc))
+        body = json_body(request)
+    except BodyRejected as exc:
+        return error(exc.status, str(exc))
     inputs = body.get("inputs") if isinstance(body, dict) else None
     if not isinstance(inputs, list) or not inputs or not all(isinstance(item, dict) for item in inputs):
         return error(400, "'inputs' must be a non-empty list of JSON objects")
@@ -176,10 +176,10 @@ def start_instances(request: HttpRequest, slug: str) -> JsonResponse:
         return error(400, f"at most {BULK_START_MOST} instances per request (got {len(inputs)})")
     keys = body.get("idempotency_keys")
     if keys is not None and (not isinstance(keys, list) or len(keys) != len(inputs)
-                             or not all(key is None or (isinstance(key, str) and 0 < len(key) <= 200)
+                             or not all(key is None or (isinstance(key, str) and 0 < len(key) <= MAX_IDEMPOTENCY_KEY)
                                         for key in keys)):
-        return error(400, "'idempotency_keys' must be a list with one key (a string of 1-200 characters, or "
-                          "null) per input")
+        return error(400, f"'idempotency_keys' must be a list with one key (a string of 1-{MAX_IDEMPOTENCY_KEY} "
+                          "characters, or null) per input")
     try:
         instances = runtime.start_instances(version, inputs, idempotency_keys=keys, user=request.user)
     except PayloadTooLarge as exc:
