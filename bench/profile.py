@@ -1,16 +1,16 @@
 """`python -m bench.profile`: where one step's time goes on the hot path, in-process.
 
-Runs chains of no-op python steps serially through the executor's own functions (claim_step ->
+Runs chains of no-op python steps serially through the runtime's own functions (claim_step ->
 run_claimed -> finish_step with inline continuation, exactly what `run_step` does in a worker) on a
 throwaway database, and reports per step and per phase:
 - the SQL statements (grouped by shape) and, on PostgreSQL, the network round trips (psycopg 3 sends
   BEGIN and COMMIT as round trips of their own) and the time inside psycopg's wait (sending, the
   server's work and fsync, receiving);
-- wall time, so wall - wait = the Python around it (Django ORM, executor, adaptation) per step;
+- wall time, so wall - wait = the Python around it (Django ORM, runtime, adaptation) per step;
 - with --cprofile, the top functions by cumulative and own time (a separate run: cProfile slows
   Python down, not the server).
 
-No worker processes: the jobs the executor enqueues after commit go to a private Redis and are
+No worker processes: the jobs the runtime enqueues after commit go to a private Redis and are
 never consumed. DATABASE_URL chooses PostgreSQL or SQLite as for `python -m bench`.
 """
 
@@ -199,7 +199,7 @@ def print_report(result: dict[str, Any], kind: str) -> None:
     if wait:
         print(f"  inside psycopg's wait        {wait / steps * 1000:7.3f} ms  (sending, server, fsync, receiving: "
               f"{trips / steps:.2f} round trips per step)")
-        print(f"  outside it                   {ms - wait / steps * 1000:7.3f} ms  (Django ORM, executor, psycopg "
+        print(f"  outside it                   {ms - wait / steps * 1000:7.3f} ms  (Django ORM, runtime, psycopg "
               "adaptation)")
     print(f"SQL statements per step        {statements / steps:7.2f}")
     _print_phase("start_instance (per call)", result["start"], len(result["start"].seconds))

@@ -9,7 +9,7 @@ import pytest
 from django.test import Client
 
 from tests.conftest import chain
-from workflows import executor
+from workflows import runtime
 from workflows.definitions import save_version
 from workflows.models import WorkflowInstance, WorkflowVersion
 
@@ -32,4 +32,4 @@ def version(db: None) -> WorkflowVersion:
 
 @pytest.fixture
 def instance(version: WorkflowVersion) -> WorkflowInstance:
-    return executor.start_instance(version, {"n": 1})
+    return runtime.start_instance(version, {"n": 1})

@@ -11,7 +11,7 @@ from typing import Any
 import pytest
 
 from tests.conftest import chain
-from workflows import executor, review
+from workflows import review, runtime
 from workflows.definitions import save_version
 from workflows.engine import limits
 from workflows.engine.errors import GraphInvalid
@@ -115,7 +115,7 @@ def test_saving_refuses_an_unbounded_budget(db: None) -> None:
 def halted_item(db: None, django_user_model: Any) -> ReviewItem:
     """An instance halted by the loop breaker as it starts (max_transitions 1: the start node uses it)."""
     version = save_version("bounded-grants", with_value("settings.max_transitions", 1))
-    instance = executor.start_instance(version, {})
+    instance = runtime.start_instance(version, {})
     return ReviewItem.objects.get(instance=instance, status="open", reason="loop_breaker")
 
 

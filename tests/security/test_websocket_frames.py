@@ -15,7 +15,7 @@ from django.test import Client
 from dashboard.asgi import application
 from dashboard.consumers import MAX_FRAME_CHARS
 from tests.security.conftest import GRAPH
-from workflows import executor
+from workflows import runtime
 from workflows.definitions import save_version
 
 pytestmark = pytest.mark.django_db(transaction=True)
@@ -38,7 +38,7 @@ def test_bad_frames_are_ignored_and_the_socket_keeps_working(headers: list[tuple
                                                              caplog: Any) -> None:
     path = "/ws/dashboard/"
     if which == "instance":
-        path = f"/ws/instances/{executor.start_instance(save_version('frames', GRAPH), {}).pk}/"
+        path = f"/ws/instances/{runtime.start_instance(save_version('frames', GRAPH), {}).pk}/"
 
     async def go() -> None:
         comm = WebsocketCommunicator(application, path, headers=headers)
