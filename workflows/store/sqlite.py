@@ -7,7 +7,7 @@ from __future__ import annotations
 import json
 from collections.abc import Iterable, Sequence
 from datetime import UTC, datetime
-from decimal import Decimal
+from decimal import Context, Decimal
 from functools import lru_cache
 from typing import Any
 
@@ -19,6 +19,9 @@ from workflows.store import statements as sql
 from workflows.store.sql import SqlStore
 
 MICRO = Decimal("0.000001")
+# As TolerantDecimalField reads (workflows/fields.py): any finite value SQLite holds loads, even one
+# past the column's max_digits (a budget saved before graph numbers were bounded).
+WIDE = Context(prec=400)
 
 
 @lru_cache(maxsize=64)
@@ -50,7 +53,7 @@ class SqliteStore(SqlStore):
     def read_decimal(self, value: Any) -> Any:
         if value is None:
             return None
-        return Decimal(str(value)).quantize(MICRO)
+        return Decimal(str(value)).quantize(MICRO, context=WIDE)
 
     def run_batch(self, batch: list[tuple[str, Sequence[Any]]]) -> list[Any]:
         conn = self.raw()
