@@ -23,9 +23,9 @@ run: install
 test: install
 	$(PY) scripts/devrun.py with-redis -- $(PY) -m pytest $(PYTEST_ARGS)
 
-## The engine suite only (unit + integration, no browser).
+## The engine suite only (engine, runtime and stores in process, workflows on real workers; no browser).
 test-engine: install
-	$(PY) scripts/devrun.py with-redis -- $(PY) -m pytest tests/engine tests/workflows $(PYTEST_ARGS)
+	$(PY) scripts/devrun.py with-redis -- $(PY) -m pytest tests/engine tests/runtime tests/store tests/workflows $(PYTEST_ARGS)
 
 ## Benchmarks: one JSON line per workload on stdout (each run makes its own database and Redis).
 bench: install
