@@ -23,6 +23,7 @@ import json
 import os
 import pstats
 import re
+import secrets
 import shutil
 import statistics
 import sys
@@ -261,7 +262,9 @@ def main(argv: list[str]) -> int:
     try:
         redis_url = os.environ.get("BENCH_REDIS_URL") or cluster.start_redis()
         env = {**os.environ, "DATABASE_URL": db.url, "REDIS_URL": redis_url, "LOG_LEVEL": "WARNING",
-               "DJANGO_SETTINGS_MODULE": "dashboard.settings"}
+               "DJANGO_SETTINGS_MODULE": "dashboard.settings",
+               # Production settings refuse to start without one (DEBUG would log every query).
+               "SECRET_KEY": os.environ.get("SECRET_KEY") or secrets.token_urlsafe(50)}
         db.migrate(env)
         os.environ.update(env)
         sys.path.insert(0, str(ROOT))
