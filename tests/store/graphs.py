@@ -1,0 +1,127 @@
+"""The graphs the store tests drive: each exercises one kind of transition."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from tests.workflows.support import edge, py
+
+NO_JITTER = {"jitter": False}
+
+
+def chain() -> dict[str, Any]:
+    """Three python steps on one queue: the second and third run inline after the first."""
+    return {
+        "nodes": [{"id": "start", "type": "start"},
+                  py("a", "storetests.step", args={"arg": "{{ input.x }}"}),
+                  py("b", "storetests.step", args={"arg": "{{ steps.a.output.node }}"}),
+                  py("c", "storetests.step", args={"arg": "{{ context.n }}"}),
+                  {"id": "end", "type": "end"}],
+        "edges": [edge("start", "a"), edge("a", "b"), edge("b", "c"), edge("c", "end")],
+    }
+
+
+def fan_out_join() -> dict[str, Any]:
+    """Three parallel branches (one on another queue) joined by a node that waits for all of them."""
+    return {
+        "nodes": [{"id": "start", "type": "start"},
+                  py("a", "storetests.flaky"), py("b", "storetests.flaky", queue="io"), py("c", "storetests.flaky"),
+                  py("join", "storetests.collect", args={"nodes": ["a", "b", "c"]}),
+                  py("after", "storetests.step"),
+                  {"id": "end", "type": "end"}],
+        "edges": [edge("start", "a"), edge("start", "b"), edge("start", "c"),
+                  edge("a", "join"), edge("b", "join"), edge("c", "join"), edge("join", "after"),
+                  edge("after", "end")],
+    }
+
+
+def router_loop(max_transitions: int = 7) -> dict[str, Any]:
+    """count (python) -> think (scripted llm, with usage) -> check (router): back to count until n >= 4.
+
+    Each round is three activations, so max_transitions=7 trips the loop breaker in the third round."""
+    think = {"id": "think", "type": "llm", "config": {
+        "provider": "scripted", "prompt": "Round {{ context.n }}",
+        "script": [{"text": "more", "usage": {"prompt_tokens": 10, "completion_tokens": 5, "cost_usd": 0.00125}}],
+    }}
+    check = {"id": "check", "type": "router",
+             "config": {"rules": [{"when": "context.n >= 4", "route": "done"}], "default": "again"}}
+    return {
+        "nodes": [{"id": "start", "type": "start"}, py("count", "storetests.step"), think, check,
+                  {"id": "end", "type": "end"}],
+        "edges": [edge("start", "count"), edge("count", "think"), edge("think", "check"),
+                  edge("check", "count", "route == 'again'"), edge("check", "end", "route == 'done'")],
+        "settings": {"max_transitions": max_transitions},
+    }
+
+
+def budget_loop() -> dict[str, Any]:
+    """The router loop with a token budget it passes in the second round (then the loop breaker trips)."""
+    graph = router_loop()
+    graph["settings"]["budget_tokens"] = 20
+    return graph
+
+
+def timer() -> dict[str, Any]:
+    """A 30 s timer between two steps: the step waits (deferred, not an attempt) until it is due."""
+    return {
+        "nodes": [{"id": "start", "type": "start"}, py("prep", "storetests.step"),
+                  {"id": "pause", "type": "wait", "config": {"seconds": 30}},
+                  py("after", "storetests.step"), {"id": "end", "type": "end"}],
+        "edges": [edge("start", "prep"), edge("prep", "pause"), edge("pause", "after"), edge("after", "end")],
+    }
+
+
+def retries() -> dict[str, Any]:
+    """A step that fails twice (a plain exception, so its error has a traceback), then succeeds."""
+    return {
+        "nodes": [{"id": "start", "type": "start"},
+                  py("a", "storetests.flaky", args={"failures": 2, "exception": True},
+                     retry={"max_attempts": 3, "backoff_s": 5, **NO_JITTER}),
+                  py("b", "storetests.step"),
+                  {"id": "end", "type": "end"}],
+        "edges": [edge("start", "a"), edge("a", "b"), edge("b", "end")],
+    }
+
+
+def lease() -> dict[str, Any]:
+    """One step whose worker is lost: retried once after its lease expires."""
+    return {
+        "nodes": [{"id": "start", "type": "start"},
+                  py("slow", "storetests.step", retry={"max_attempts": 1, "backoff_s": 2, **NO_JITTER}),
+                  py("after", "storetests.step"),
+                  {"id": "end", "type": "end"}],
+        "edges": [edge("start", "slow"), edge("slow", "after"), edge("after", "end")],
+    }
+
+
+def saga() -> dict[str, Any]:
+    """Two steps with compensations, then one that fails for good: both are undone, newest first."""
+    return {
+        "nodes": [{"id": "start", "type": "start"},
+                  py("reserve", "storetests.step", compensate="storetests.undo"),
+                  py("charge", "storetests.step", compensate={"type": "python", "queue": "io",
+                                                              "config": {"function": "storetests.undo"}}),
+                  py("ship", "storetests.boom"),
+                  {"id": "end", "type": "end"}],
+        "edges": [edge("start", "reserve"), edge("reserve", "charge"), edge("charge", "ship"), edge("ship", "end")],
+    }
+
+
+def human_task() -> dict[str, Any]:
+    """A person approves (with an input) between two steps; a rejection ends elsewhere."""
+    return {
+        "nodes": [{"id": "start", "type": "start"}, py("prep", "storetests.step"),
+                  {"id": "approve", "type": "human",
+                   "config": {"prompt": "Pay {{ context.n }}?", "assignee_group": "operators",
+                              "inputs": {"amount": {"type": "number"}}}},
+                  py("pay", "storetests.step", args={"arg": "{{ steps.approve.output.amount }}"}),
+                  {"id": "end", "type": "end"}, {"id": "rejected", "type": "end"}],
+        "edges": [edge("start", "prep"), edge("prep", "approve"), edge("approve", "pay", "approved"),
+                  edge("approve", "rejected", "not approved"), edge("pay", "end")],
+    }
+
+
+def short_ttl() -> dict[str, Any]:
+    graph = chain()
+    graph["settings"] = {"ttl_s": 60}
+    return graph
