@@ -79,7 +79,8 @@ def store_name(request: pytest.FixtureRequest, use_store: Callable[[str], None])
 
 @pytest.fixture
 def operator(django_user_model: Any) -> Any:
-    return django_user_model.objects.create_superuser("olga", password="pw")
+    # No password: hashing one costs more than a whole scenario.
+    return django_user_model.objects.create_superuser("olga", password=None)
 
 
 @pytest.fixture

@@ -17,7 +17,8 @@ from workflows import review, runtime
 from workflows.models import Checkpoint, Event, ReviewItem, StepRun, WorkflowInstance, WorkflowVersion
 from workflows.runtime import Claim, Outcome
 
-START = datetime(2030, 1, 2, 3, 4, 5, tzinfo=UTC)
+# Microseconds, so that timestamps written as text (SQLite) are compared with them.
+START = datetime(2030, 1, 2, 3, 4, 5, 123456, tzinfo=UTC)
 
 
 @dataclass

@@ -2,8 +2,11 @@
 
 from __future__ import annotations
 
+import json
+from pathlib import Path
 from typing import Any
 
+import workflows
 from tests.workflows.support import edge, py
 
 NO_JITTER = {"jitter": False}
@@ -125,3 +128,15 @@ def short_ttl() -> dict[str, Any]:
     graph = chain()
     graph["settings"] = {"ttl_s": 60}
     return graph
+
+
+def example(name: str) -> dict[str, Any]:
+    """One of the shipped example workflows (workflows/examples/graphs), as its graph."""
+    path = Path(workflows.__file__).parent / "examples" / "graphs" / f"{name}.json"
+    raw = json.loads(path.read_text())
+    return {key: raw[key] for key in ("nodes", "edges", "settings") if key in raw}
+
+
+def seed_loop() -> dict[str, Any]:
+    """The hallucination-loop example: two scripted llm nodes send the instance back and forth."""
+    return example("seed_loop")

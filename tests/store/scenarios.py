@@ -112,6 +112,21 @@ def budget_then_loop_breaker(d: Driver, version: WorkflowVersion) -> int:
     return inst.pk
 
 
+def example_loop_rejected(d: Driver, version: WorkflowVersion) -> int:
+    inst = d.start(version, {"ticket": "T-1"})
+    d.drain()
+    inst.refresh_from_db()
+    assert (inst.status, inst.halt_reason, inst.loop_count) == ("halted", "loop_breaker", 10)
+    item = ReviewItem.objects.get(instance=inst, reason="loop_breaker")
+    path = item.details["path"]
+    assert path[0] == "start" and set(path[1:]) == {"node_a", "node_b"} and len(path) == 10, path
+    d.decide(inst, "loop_breaker", action="reject", note="it loops")
+    assert d.drain() == 0
+    inst.refresh_from_db()
+    assert (inst.status, inst.halt_reason) == ("failed", "rejected")
+    return inst.pk
+
+
 def reroute(d: Driver, version: WorkflowVersion) -> int:
     inst = d.start(version)
     d.drain()
@@ -283,6 +298,7 @@ class Scenario:
 
 SCENARIOS = {
     "chain": Scenario(graphs.chain, chain),
+    "example_loop_rejected": Scenario(graphs.seed_loop, example_loop_rejected),
     "fan_out_join": Scenario(graphs.fan_out_join, fan_out_join),
     "interleaved": Scenario(graphs.fan_out_join, interleaved),
     "router_loop": Scenario(graphs.router_loop, router_loop),
