@@ -110,6 +110,28 @@ def saga() -> dict[str, Any]:
     }
 
 
+def saga_that_cannot_undo() -> dict[str, Any]:
+    """The undo of a completed step fails for good: the compensation halts for a person."""
+    return {
+        "nodes": [{"id": "start", "type": "start"},
+                  py("reserve", "storetests.step", compensate={"type": "python",
+                                                               "config": {"function": "storetests.boom"}}),
+                  py("ship", "storetests.boom"),
+                  {"id": "end", "type": "end"}],
+        "edges": [edge("start", "reserve"), edge("reserve", "ship"), edge("ship", "end")],
+    }
+
+
+def dead_end() -> dict[str, Any]:
+    """a fans out to b and c (two successors: neither runs inline); their ways on need an output they lack."""
+    return {
+        "nodes": [{"id": "start", "type": "start"}, py("a", "storetests.step"), py("b", "storetests.step"),
+                  py("c", "storetests.step"), {"id": "end", "type": "end"}],
+        "edges": [edge("start", "a"), edge("a", "b"), edge("a", "c"), edge("b", "end", "node == 'nobody'"),
+                  edge("c", "end", "node == 'nobody'")],
+    }
+
+
 def human_task() -> dict[str, Any]:
     """A person approves (with an input) between two steps; a rejection ends elsewhere."""
     return {

@@ -223,6 +223,51 @@ def compensation(d: Driver, version: WorkflowVersion) -> int:
     return inst.pk
 
 
+def poison_step(d: Driver, version: WorkflowVersion) -> int:
+    """The step's worker is lost on every attempt: after POISON_AFTER_LOSSES it is parked for a person."""
+    inst = d.start(version)
+    lease_s = settings.STEADYFLOW["LEASE_S"]
+    losses = settings.STEADYFLOW["POISON_AFTER_LOSSES"]
+    job = d.take("slow")
+    for loss in range(1, losses + 1):
+        claim = d.claim(job, f"doomed-{loss}")
+        assert claim is not None
+        assert d.reclaim(lease_s + 1) == 1
+        if loss < losses:
+            assert d.promote(60) == 1
+            job = d.take("slow")
+    inst.refresh_from_db()
+    assert (inst.status, inst.halt_reason) == ("halted", "poison_step")
+    (slow,) = _steps(inst.pk, "slow")
+    assert (slow.status, slow.attempt, slow.due_at) == ("pending", losses, None)
+    d.decide(inst, "poison_step", action="retry", note="fixed the worker")
+    d.drain()
+    inst.refresh_from_db()
+    assert inst.status == "completed", inst.error
+    return inst.pk
+
+
+def compensation_fails(d: Driver, version: WorkflowVersion) -> int:
+    inst = d.start(version)
+    d.drain()
+    inst.refresh_from_db()
+    assert (inst.status, inst.halt_reason) == ("halted", "compensation_failed")
+    d.decide(inst, "compensation_failed", action="reject", note="undo by hand")
+    inst.refresh_from_db()
+    assert (inst.status, inst.halt_reason) == ("failed", "rejected")
+    assert {s.node_id: s.status for s in _steps(inst.pk)}["compensate:reserve"] == "cancelled"
+    return inst.pk
+
+
+def dead_end(d: Driver, version: WorkflowVersion) -> int:
+    inst = d.start(version)
+    d.drain()
+    inst.refresh_from_db()
+    assert (inst.status, inst.halt_reason) == ("failed", "dead_end"), (inst.status, inst.halt_reason, inst.error)
+    assert inst.error["node"] == "c"  # the last to finish
+    return inst.pk
+
+
 def human_task(d: Driver, version: WorkflowVersion) -> int:
     inst = d.start(version)
     d.drain()
@@ -298,6 +343,9 @@ class Scenario:
 
 SCENARIOS = {
     "chain": Scenario(graphs.chain, chain),
+    "poison_step": Scenario(graphs.lease, poison_step),
+    "compensation_fails": Scenario(graphs.saga_that_cannot_undo, compensation_fails),
+    "dead_end": Scenario(graphs.dead_end, dead_end),
     "example_loop_rejected": Scenario(graphs.seed_loop, example_loop_rejected),
     "fan_out_join": Scenario(graphs.fan_out_join, fan_out_join),
     "interleaved": Scenario(graphs.fan_out_join, interleaved),

@@ -37,6 +37,17 @@ def run_on_both(scenario: str, driver: Driver, clock: Clock, captured: Captured,
 
 
 @pytest.mark.parametrize("scenario", sorted(SCENARIOS))
+def test_inside_a_transaction_too(scenario: str, db: None, driver: Driver, clock: Clock, captured: Captured,
+                                  use_store: Callable[[str], None], make_version: Callable[..., Any],
+                                  commit_spy: CommitSpy) -> None:
+    """The same, with every transition inside the test's transaction: on PostgreSQL, the locked path."""
+    shots = run_on_both(scenario, driver, clock, captured, use_store, make_version, commit_spy)
+    found = list(differences(shots["orm"], shots["sql"]))
+    assert not found, f"{len(found)} difference(s):\n" + "\n".join(found[:40])
+    assert not commit_spy.results
+
+
+@pytest.mark.parametrize("scenario", sorted(SCENARIOS))
 def test_sql_store_writes_what_the_orm_store_writes(scenario: str, transactional_db: None, driver: Driver,
                                                    clock: Clock, captured: Captured,
                                                    use_store: Callable[[str], None],
