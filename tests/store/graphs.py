@@ -64,6 +64,13 @@ def budget_loop() -> dict[str, Any]:
     return graph
 
 
+def cost_budget_loop() -> dict[str, Any]:
+    """The router loop with a cost budget of $0.002: the second llm call ($0.00125 each) passes it."""
+    graph = router_loop(max_transitions=20)
+    graph["settings"]["budget_usd"] = 0.002
+    return graph
+
+
 def timer() -> dict[str, Any]:
     """A 30 s timer between two steps: the step waits (deferred, not an attempt) until it is due."""
     return {

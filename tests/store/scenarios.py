@@ -127,6 +127,32 @@ def example_loop_rejected(d: Driver, version: WorkflowVersion) -> int:
     return inst.pk
 
 
+def cost_budget(d: Driver, version: WorkflowVersion) -> int:
+    inst = d.start(version)
+    d.drain()
+    inst.refresh_from_db()
+    assert (inst.status, inst.halt_reason, inst.cost_usd) == ("halted", "budget_exceeded", Decimal("0.0025"))
+    d.decide(inst, "budget_exceeded", extra_budget_usd="0.01")
+    d.drain()
+    inst.refresh_from_db()
+    assert inst.status == "completed", inst.error
+    assert (inst.budget_usd, inst.cost_usd) == (Decimal("0.012"), Decimal("0.005"))
+    return inst.pk
+
+
+def claim_after_deadline(d: Driver, version: WorkflowVersion) -> int:
+    """A job claimed after its instance's deadline, before the scheduler expired it: the claim expires it."""
+    inst = d.start(version, {"x": 1})
+    job = d.take("a")
+    d.clock.tick(61)
+    assert d.claim(job) is None
+    inst.refresh_from_db()
+    assert (inst.status, inst.halt_reason) == ("halted", "ttl_expired")
+    (a,) = _steps(inst.pk, "a")
+    assert (a.status, a.attempt) == ("pending", 1)
+    return inst.pk
+
+
 def reroute(d: Driver, version: WorkflowVersion) -> int:
     inst = d.start(version)
     d.drain()
@@ -339,6 +365,9 @@ def release(d: Driver, version: WorkflowVersion) -> int:
 class Scenario:
     graph: Callable[[], dict[str, Any]]
     run: Callable[[Driver, WorkflowVersion], int]
+    # Whether a worker commits an outcome that opens no review item (on PostgreSQL, outside a
+    # transaction, such a commit takes the one-round-trip path).
+    fast_commits: bool = True
 
 
 SCENARIOS = {
@@ -351,9 +380,11 @@ SCENARIOS = {
     "interleaved": Scenario(graphs.fan_out_join, interleaved),
     "router_loop": Scenario(graphs.router_loop, router_loop),
     "budget_then_loop_breaker": Scenario(graphs.budget_loop, budget_then_loop_breaker),
+    "cost_budget": Scenario(graphs.cost_budget_loop, cost_budget),
+    "claim_after_deadline": Scenario(graphs.short_ttl, claim_after_deadline, fast_commits=False),
     "reroute": Scenario(graphs.router_loop, reroute),
     "timer": Scenario(graphs.timer, timer),
-    "human_rejects": Scenario(graphs.human_task, human_rejects),
+    "human_rejects": Scenario(graphs.human_task, human_rejects, fast_commits=False),
     "retries": Scenario(graphs.retries, retries),
     "lease_expiry": Scenario(graphs.lease, lease_expiry),
     "compensation": Scenario(graphs.saga, compensation),
