@@ -96,10 +96,16 @@ def version(make_version: Callable[..., Any]) -> Callable[[dict[str, Any]], Any]
 
 
 class CommitSpy:
-    """Counts the PostgreSQL store's one-round-trip commits: (tried, committed)."""
+    """What the SQL store's fast paths did: each one-round-trip commit tried on PostgreSQL (True when
+    it committed), and each one-statement claim (True when it claimed) on either database."""
 
     def __init__(self) -> None:
         self.results: list[bool] = []
+        self.claims: list[bool] = []
+
+    def clear(self) -> None:
+        self.results.clear()
+        self.claims.clear()
 
     @property
     def committed(self) -> int:
@@ -114,11 +120,22 @@ class CommitSpy:
 def commit_spy(monkeypatch: pytest.MonkeyPatch) -> Iterator[CommitSpy]:
     from django.db import connection
 
+    from workflows.store.postgres import PostgresStore
+    from workflows.store.sqlite import SqliteStore
+
     spy = CommitSpy()
+    sql_store = PostgresStore if connection.vendor == "postgresql" else SqliteStore
+    claim_started = sql_store.claim_started
+
+    def claiming(self: Any, *args: Any) -> Any:
+        claimed = claim_started(self, *args)
+        spy.claims.append(claimed is not None)
+        return claimed
+
+    monkeypatch.setattr(sql_store, "claim_started", claiming)
     if connection.vendor != "postgresql":
         yield spy
         return
-    from workflows.store.postgres import PostgresStore
 
     original = PostgresStore._commit_unlocked
 

@@ -28,11 +28,13 @@ def run_on_both(scenario: str, driver: Driver, clock: Clock, captured: Captured,
     for name in ("orm", "sql"):
         use_store(name)
         fresh_run(clock, captured)
-        spy.results.clear()
+        spy.clear()
         instance_id = case.run(driver, version)
         shots[name] = snapshot(instance_id, captured)
         if name == "orm":
-            assert not spy.results
+            assert not spy.results and not spy.claims
+        elif case.fast_commits:
+            assert any(spy.claims), "the SQL store never claimed in one statement"
     return shots
 
 

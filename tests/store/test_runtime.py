@@ -60,3 +60,25 @@ def test_a_duplicate_job_claims_nothing(store_name: str, db: None, driver: Drive
     assert WorkflowInstance.objects.get(pk=inst.pk).event_seq == seq
     driver.carry_on(claim)
     assert WorkflowInstance.objects.get(pk=inst.pk).status == "completed"
+
+
+def test_extend_leases_only_those_still_held(store_name: str, db: None, driver: Driver,
+                                             version: Callable[..., Any]) -> None:
+    from datetime import timedelta
+
+    from tests.store import graphs
+    from workflows.models import StepRun
+
+    driver.start(version(graphs.fan_out_join()))
+    first = driver.claim(driver.take("a"), "w1")
+    second = driver.claim(driver.take("b"), "w1")
+    assert first is not None and second is not None
+    now = driver.clock.tick()
+    until = now + timedelta(seconds=90)
+    store = get_store()
+    assert store.extend_leases([], now, until) == 0
+    held = [(first.step.pk, first.token), (second.step.pk, "not-our-token"), (10**9, "gone")]
+    assert store.extend_leases(held, now, until) == 1
+    a, b = StepRun.objects.get(pk=first.step.pk), StepRun.objects.get(pk=second.step.pk)
+    assert (a.lease_until, a.heartbeat_at) == (until, now)
+    assert b.lease_until == second.step.lease_until and b.heartbeat_at == second.step.heartbeat_at
