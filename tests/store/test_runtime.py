@@ -82,3 +82,18 @@ def test_extend_leases_only_those_still_held(store_name: str, db: None, driver: 
     a, b = StepRun.objects.get(pk=first.step.pk), StepRun.objects.get(pk=second.step.pk)
     assert (a.lease_until, a.heartbeat_at) == (until, now)
     assert b.lease_until == second.step.lease_until and b.heartbeat_at == second.step.heartbeat_at
+
+
+def test_run_step_is_what_the_driver_does(store_name: str, db: None, driver: Driver,
+                                          version: Callable[..., Any]) -> None:
+    """runtime.run_step (a worker's job) runs a step and its inline successors, like driver.run_job."""
+    from tests.store import graphs
+    from workflows import runtime
+
+    inst = driver.start(version(graphs.chain()), {"x": 5})
+    with driver.committing():
+        assert runtime.run_step(driver.take(), "w") == 3
+    assert not driver.captured.queue
+    inst.refresh_from_db()
+    assert (inst.status, inst.context["order"]) == ("completed", ["a", "b", "c"])
+    assert_history_consistent(inst)
