@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import random
 from collections.abc import Callable, Iterator
-from contextlib import AbstractContextManager, contextmanager
+from contextlib import AbstractContextManager
 from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
 from decimal import Decimal
@@ -160,6 +160,11 @@ class Driver:
             return runtime.release_step(claim, reason)
 
 
+def steps_of(instance_id: int, node_id: str | None = None) -> list[StepRun]:
+    rows = StepRun.objects.filter(instance_id=instance_id).order_by("id")
+    return list(rows.filter(node_id=node_id) if node_id else rows)
+
+
 def fresh_run(clock: Clock, captured: Captured) -> None:
     """Every run of a scenario starts alike: same time, nothing captured, same counters and jitter."""
     from tests.store import functions
@@ -265,8 +270,3 @@ def differences(left: dict[str, Any], right: dict[str, Any], path: str = "") -> 
     elif left != right or type(left) is not type(right) and not (
             isinstance(left, (int, Decimal)) and isinstance(right, (int, Decimal))):
         yield f"{path}: orm {left!r} != sql {right!r}"
-
-
-@contextmanager
-def nothing() -> Iterator[None]:
-    yield

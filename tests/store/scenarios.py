@@ -1,5 +1,6 @@
 """Scenarios: a graph and what workers, the scheduler and operators do to an instance of it, with the
-outcome each must reach whatever the store. Each returns the instance id, for a snapshot.
+outcome each must reach whatever the store (those where an operator decides are in halts.py). Each
+returns the instance id, for a snapshot.
 
 test_runtime.py runs them on every store; test_equivalence.py runs each on the ORM and the SQL
 store and compares the rows they wrote.
@@ -9,23 +10,13 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass
-from decimal import Decimal
 from typing import Any
 
 from django.conf import settings
 
-from tests.store import graphs
-from tests.store.driver import Driver, snapshot
-from workflows.models import ReviewItem, StepRun, WorkflowInstance, WorkflowVersion
-
-
-def _steps(instance_id: int, node_id: str | None = None) -> list[StepRun]:
-    rows = StepRun.objects.filter(instance_id=instance_id).order_by("id")
-    return list(rows.filter(node_id=node_id) if node_id else rows)
-
-
-def _status(instance_id: int) -> str:
-    return str(WorkflowInstance.objects.values_list("status", flat=True).get(pk=instance_id))
+from tests.store import graphs, halts
+from tests.store.driver import Driver, snapshot, steps_of
+from workflows.models import StepRun, WorkflowVersion
 
 
 def chain(d: Driver, version: WorkflowVersion) -> int:
@@ -34,9 +25,9 @@ def chain(d: Driver, version: WorkflowVersion) -> int:
     inst.refresh_from_db()
     assert inst.status == "completed", inst.error
     assert inst.context == {"x": 7, "order": ["a", "b", "c"], "n": 3}
-    assert [(s.node_id, s.status, s.attempt, s.worker) for s in _steps(inst.pk) if s.node_type == "python"] == [
+    assert [(s.node_id, s.status, s.attempt, s.worker) for s in steps_of(inst.pk) if s.node_type == "python"] == [
         ("a", "succeeded", 1, "w"), ("b", "succeeded", 1, "w"), ("c", "succeeded", 1, "w")]
-    assert [s.output["arg"] for s in _steps(inst.pk) if s.node_type == "python"] == [7, "a", 2]
+    assert [s.output["arg"] for s in steps_of(inst.pk) if s.node_type == "python"] == [7, "a", 2]
     # Only the first step went through a queue: the others ran inline, claimed by the commit before.
     assert [StepRun.objects.get(pk=pk).node_id for pk, _ in d.captured.dispatched] == ["a"]
     return inst.pk
@@ -46,12 +37,12 @@ def fan_out_join(d: Driver, version: WorkflowVersion) -> int:
     inst = d.start(version)
     assert sorted(queue for _, queue in d.captured.queue) == ["default", "default", "io"]
     d.run_job(d.take("a"))
-    assert not _steps(inst.pk, "join"), "the join started before all its inputs finished"
+    assert not steps_of(inst.pk, "join"), "the join started before all its inputs finished"
     d.run_job(d.take("b"))
     assert d.run_job(d.take("c")) == 3  # c, then join and after inline
     inst.refresh_from_db()
     assert inst.status == "completed", inst.error
-    assert _steps(inst.pk, "join")[0].output["seen"] == ["a", "b", "c"]
+    assert steps_of(inst.pk, "join")[0].output["seen"] == ["a", "b", "c"]
     assert inst.state["joins"] == {} or all(not v for v in inst.state["joins"].values())
     return inst.pk
 
@@ -71,72 +62,9 @@ def interleaved(d: Driver, version: WorkflowVersion) -> int:
     assert d.drain() == 3
     inst.refresh_from_db()
     assert inst.status == "completed", inst.error
-    assert [(s.node_id, s.worker) for s in _steps(inst.pk) if s.node_id in ("a", "b", "c")] == [
+    assert [(s.node_id, s.worker) for s in steps_of(inst.pk) if s.node_id in ("a", "b", "c")] == [
         ("a", "w1"), ("b", "w2"), ("c", "w")]
-    assert _steps(inst.pk, "join")[0].output["seen"] == ["a", "b", "c"]
-    return inst.pk
-
-
-def router_loop(d: Driver, version: WorkflowVersion) -> int:
-    inst = d.start(version)
-    d.drain()
-    inst.refresh_from_db()
-    assert (inst.status, inst.halt_reason) == ("halted", "loop_breaker")
-    assert inst.context["n"] == 2 and inst.tokens == 30 and inst.loop_count == 7
-    d.decide(inst, "loop_breaker", extra_transitions=10, note="two more rounds")
-    d.drain()
-    inst.refresh_from_db()
-    assert inst.status == "completed", inst.error
-    assert inst.context["n"] == 4
-    assert len(_steps(inst.pk, "think")) == 4
-    assert (inst.tokens, inst.cost_usd) == (60, Decimal("0.005"))
-    assert inst.max_transitions == 17 and inst.loop_count == 14
-    return inst.pk
-
-
-def budget_then_loop_breaker(d: Driver, version: WorkflowVersion) -> int:
-    inst = d.start(version)
-    d.drain()
-    inst.refresh_from_db()
-    assert (inst.status, inst.halt_reason, inst.tokens) == ("halted", "budget_exceeded", 30)
-    assert inst.state["resume"]["activate"] == ["check"]
-    d.decide(inst, "budget_exceeded", extra_tokens=100)
-    d.drain()
-    inst.refresh_from_db()
-    assert (inst.status, inst.halt_reason) == ("halted", "loop_breaker")
-    d.decide(inst, "loop_breaker", extra_transitions=10)
-    d.drain()
-    inst.refresh_from_db()
-    assert inst.status == "completed", inst.error
-    assert (inst.tokens, inst.state["budget_tokens"], inst.context["n"]) == (60, 120, 4)
-    return inst.pk
-
-
-def example_loop_rejected(d: Driver, version: WorkflowVersion) -> int:
-    inst = d.start(version, {"ticket": "T-1"})
-    d.drain()
-    inst.refresh_from_db()
-    assert (inst.status, inst.halt_reason, inst.loop_count) == ("halted", "loop_breaker", 10)
-    item = ReviewItem.objects.get(instance=inst, reason="loop_breaker")
-    path = item.details["path"]
-    assert path[0] == "start" and set(path[1:]) == {"node_a", "node_b"} and len(path) == 10, path
-    d.decide(inst, "loop_breaker", action="reject", note="it loops")
-    assert d.drain() == 0
-    inst.refresh_from_db()
-    assert (inst.status, inst.halt_reason) == ("failed", "rejected")
-    return inst.pk
-
-
-def cost_budget(d: Driver, version: WorkflowVersion) -> int:
-    inst = d.start(version)
-    d.drain()
-    inst.refresh_from_db()
-    assert (inst.status, inst.halt_reason, inst.cost_usd) == ("halted", "budget_exceeded", Decimal("0.0025"))
-    d.decide(inst, "budget_exceeded", extra_budget_usd="0.01")
-    d.drain()
-    inst.refresh_from_db()
-    assert inst.status == "completed", inst.error
-    assert (inst.budget_usd, inst.cost_usd) == (Decimal("0.012"), Decimal("0.005"))
+    assert steps_of(inst.pk, "join")[0].output["seen"] == ["a", "b", "c"]
     return inst.pk
 
 
@@ -148,26 +76,15 @@ def claim_after_deadline(d: Driver, version: WorkflowVersion) -> int:
     assert d.claim(job) is None
     inst.refresh_from_db()
     assert (inst.status, inst.halt_reason) == ("halted", "ttl_expired")
-    (a,) = _steps(inst.pk, "a")
+    (a,) = steps_of(inst.pk, "a")
     assert (a.status, a.attempt) == ("pending", 1)
-    return inst.pk
-
-
-def reroute(d: Driver, version: WorkflowVersion) -> int:
-    inst = d.start(version)
-    d.drain()
-    d.decide(inst, "loop_breaker", action="reroute", goto="end", note="enough")
-    assert d.drain() == 0
-    inst.refresh_from_db()
-    assert inst.status == "completed", inst.error
-    assert inst.context["n"] == 2
     return inst.pk
 
 
 def timer(d: Driver, version: WorkflowVersion) -> int:
     inst = d.start(version)
     assert d.drain() == 2  # prep, and the timer inline: not due yet
-    (pause,) = _steps(inst.pk, "pause")
+    (pause,) = steps_of(inst.pk, "pause")
     assert (pause.status, pause.attempt) == ("pending", 0)
     assert d.promote(27) == 0  # 29 s after it was activated
     assert d.promote(1) == 1
@@ -179,22 +96,10 @@ def timer(d: Driver, version: WorkflowVersion) -> int:
     return inst.pk
 
 
-def human_rejects(d: Driver, version: WorkflowVersion) -> int:
-    inst = d.start(version)
-    d.drain()
-    d.decide(inst, "human_task", action="reject", note="no")
-    assert d.drain() == 0
-    inst.refresh_from_db()
-    assert inst.status == "completed", inst.error
-    assert inst.state["ended"] == "rejected"
-    assert not _steps(inst.pk, "pay")
-    return inst.pk
-
-
 def retries(d: Driver, version: WorkflowVersion) -> int:
     inst = d.start(version)
     d.drain()
-    (a,) = _steps(inst.pk, "a")
+    (a,) = steps_of(inst.pk, "a")
     assert (a.status, a.attempt) == ("retrying", 1), (a.status, a.attempt, a.error)
     assert a.error["exception"] == "ValueError" and "Traceback" in a.error["traceback"]
     assert d.promote(4) == 0, "promoted before its backoff passed"
@@ -216,7 +121,7 @@ def lease_expiry(d: Driver, version: WorkflowVersion) -> int:
     outcome = d.run(lost)  # ... and the worker dies before committing it
     assert d.reclaim(settings.STEADYFLOW["LEASE_S"] - 1) == 0
     assert d.reclaim(2) == 1
-    (slow,) = _steps(inst.pk, "slow")
+    (slow,) = steps_of(inst.pk, "slow")
     assert (slow.status, slow.error["code"]) == ("retrying", "lease_expired")
     assert d.promote(2) == 1
     claim = d.claim(d.take("slow"), "w2")
@@ -238,12 +143,12 @@ def compensation(d: Driver, version: WorkflowVersion) -> int:
     assert d.run_job(d.take()) == 3  # reserve, charge, ship inline; ship fails for good
     inst.refresh_from_db()
     assert inst.status == "compensating"
-    assert [(s.node_id, s.queue) for s in _steps(inst.pk, None) if s.status == "queued"] == [
+    assert [(s.node_id, s.queue) for s in steps_of(inst.pk, None) if s.status == "queued"] == [
         ("compensate:charge", "io")]
     d.drain()
     inst.refresh_from_db()
     assert inst.status == "compensated", inst.error
-    assert {s.node_id: s.status for s in _steps(inst.pk)} == {
+    assert {s.node_id: s.status for s in steps_of(inst.pk)} == {
         "start": "succeeded", "reserve": "compensated", "charge": "compensated", "ship": "failed",
         "compensate:charge": "succeeded", "compensate:reserve": "succeeded"}
     return inst.pk
@@ -264,7 +169,7 @@ def poison_step(d: Driver, version: WorkflowVersion) -> int:
             job = d.take("slow")
     inst.refresh_from_db()
     assert (inst.status, inst.halt_reason) == ("halted", "poison_step")
-    (slow,) = _steps(inst.pk, "slow")
+    (slow,) = steps_of(inst.pk, "slow")
     assert (slow.status, slow.attempt, slow.due_at) == ("pending", losses, None)
     d.decide(inst, "poison_step", action="retry", note="fixed the worker")
     d.drain()
@@ -281,7 +186,7 @@ def compensation_fails(d: Driver, version: WorkflowVersion) -> int:
     d.decide(inst, "compensation_failed", action="reject", note="undo by hand")
     inst.refresh_from_db()
     assert (inst.status, inst.halt_reason) == ("failed", "rejected")
-    assert {s.node_id: s.status for s in _steps(inst.pk)}["compensate:reserve"] == "cancelled"
+    assert {s.node_id: s.status for s in steps_of(inst.pk)}["compensate:reserve"] == "cancelled"
     return inst.pk
 
 
@@ -294,22 +199,6 @@ def dead_end(d: Driver, version: WorkflowVersion) -> int:
     return inst.pk
 
 
-def human_task(d: Driver, version: WorkflowVersion) -> int:
-    inst = d.start(version)
-    d.drain()
-    inst.refresh_from_db()
-    assert inst.status == "waiting"
-    task = ReviewItem.objects.get(instance=inst, reason="human_task")
-    assert task.details["prompt"] == "Pay 1?"
-    d.decide(inst, "human_task", inputs={"amount": 12.5}, note="ok")
-    d.drain()
-    inst.refresh_from_db()
-    assert inst.status == "completed", inst.error
-    assert _steps(inst.pk, "pay")[0].output["arg"] == 12.5
-    assert _steps(inst.pk, "approve")[0].worker == "olga"
-    return inst.pk
-
-
 def cancel(d: Driver, version: WorkflowVersion) -> int:
     inst = d.start(version)
     d.run_job(d.take("a"))
@@ -318,28 +207,8 @@ def cancel(d: Driver, version: WorkflowVersion) -> int:
     assert d.drain() == 0  # the jobs still queued claim nothing
     inst.refresh_from_db()
     assert (inst.status, inst.open_steps) == ("cancelled", 0)
-    assert {s.node_id: s.status for s in _steps(inst.pk)} == {
+    assert {s.node_id: s.status for s in steps_of(inst.pk)} == {
         "start": "succeeded", "a": "succeeded", "b": "cancelled", "c": "cancelled"}
-    return inst.pk
-
-
-def ttl_expiry(d: Driver, version: WorkflowVersion) -> int:
-    inst = d.start(version, {"x": 1})
-    claim = d.claim(d.take("a"), "w1")
-    assert claim is not None
-    outcome = d.run(claim)
-    assert not d.expire(inst, 30), "expired before its deadline"
-    assert d.expire(inst, 31)
-    inst.refresh_from_db()
-    assert (inst.status, inst.halt_reason) == ("halted", "ttl_expired")
-    (a,) = _steps(inst.pk, "a")
-    assert (a.status, a.lease_token) == ("pending", "")
-    # The running step was abandoned: what its worker brings back is discarded.
-    assert d.finish(claim, outcome) is None
-    d.decide(inst, "ttl_expired", extra_ttl_s=120)
-    d.drain()
-    inst.refresh_from_db()
-    assert inst.status == "completed", inst.error
     return inst.pk
 
 
@@ -375,21 +244,21 @@ SCENARIOS = {
     "poison_step": Scenario(graphs.lease, poison_step),
     "compensation_fails": Scenario(graphs.saga_that_cannot_undo, compensation_fails),
     "dead_end": Scenario(graphs.dead_end, dead_end),
-    "example_loop_rejected": Scenario(graphs.seed_loop, example_loop_rejected),
+    "example_loop_rejected": Scenario(graphs.seed_loop, halts.example_loop_rejected),
     "fan_out_join": Scenario(graphs.fan_out_join, fan_out_join),
     "interleaved": Scenario(graphs.fan_out_join, interleaved),
-    "router_loop": Scenario(graphs.router_loop, router_loop),
-    "budget_then_loop_breaker": Scenario(graphs.budget_loop, budget_then_loop_breaker),
-    "cost_budget": Scenario(graphs.cost_budget_loop, cost_budget),
+    "router_loop": Scenario(graphs.router_loop, halts.router_loop),
+    "budget_then_loop_breaker": Scenario(graphs.budget_loop, halts.budget_then_loop_breaker),
+    "cost_budget": Scenario(graphs.cost_budget_loop, halts.cost_budget),
     "claim_after_deadline": Scenario(graphs.short_ttl, claim_after_deadline, fast_commits=False),
-    "reroute": Scenario(graphs.router_loop, reroute),
+    "reroute": Scenario(graphs.router_loop, halts.reroute),
     "timer": Scenario(graphs.timer, timer),
-    "human_rejects": Scenario(graphs.human_task, human_rejects, fast_commits=False),
+    "human_rejects": Scenario(graphs.human_task, halts.human_rejects, fast_commits=False),
     "retries": Scenario(graphs.retries, retries),
     "lease_expiry": Scenario(graphs.lease, lease_expiry),
     "compensation": Scenario(graphs.saga, compensation),
-    "human_task": Scenario(graphs.human_task, human_task),
+    "human_task": Scenario(graphs.human_task, halts.human_task),
     "cancel": Scenario(graphs.fan_out_join, cancel),
-    "ttl_expiry": Scenario(graphs.short_ttl, ttl_expiry),
+    "ttl_expiry": Scenario(graphs.short_ttl, halts.ttl_expiry),
     "release": Scenario(graphs.chain, release),
 }
