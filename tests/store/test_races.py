@@ -17,6 +17,7 @@ from tests.store.driver import Driver, snapshot
 from tests.workflows.support import assert_history_consistent, events
 from workflows.models import StepRun, WorkflowInstance
 from workflows.runtime import transitions
+from workflows.store import get_store
 
 
 def _lease_taken_over(driver: Driver, version: Callable[..., Any], spy: CommitSpy) -> None:
@@ -32,15 +33,9 @@ def _lease_taken_over(driver: Driver, version: Callable[..., Any], spy: CommitSp
     assert not driver.captured.queue
     step = StepRun.objects.get(pk=claim.step.pk)
     assert (step.status, step.worker, step.output) == ("running", "w2", None)
-    if connection.vendor == "postgresql" and not connection.in_atomic_block and driver_store_is_sql():
+    if connection.vendor == "postgresql" and not connection.in_atomic_block and get_store().name != "orm":
         # The instance guard held; the step's guard failed, then the locked path found the lease gone.
         assert spy.results == [False]
-
-
-def driver_store_is_sql() -> bool:
-    from workflows.store import get_store
-
-    return get_store().name != "orm"
 
 
 def test_lease_taken_over_between_claim_and_finish_commits_nothing(store_name: str, transactional_db: None,
