@@ -17,12 +17,12 @@ from datetime import datetime
 from typing import Any
 
 import psycopg
-from django.db import connection
+from django.db import DataError, connection
 
 from workflows.models import StepRun, WorkflowInstance
 from workflows.runtime.unit import UnitOfWork
 from workflows.store import statements as sql
-from workflows.store.orm import Decide, FinishRequest
+from workflows.store.orm import Decide, FinishRequest, StaleWrite
 from workflows.store.sql import SqlStore
 
 log = logging.getLogger("steadyflow.store")
@@ -63,6 +63,16 @@ class PostgresStore(SqlStore):
                 cursor.execute(statement, params, prepare=statement not in TRANSACTION_CONTROL)
                 cursors.append(cursor)
         return cursors
+
+    def apply(self, unit: UnitOfWork, *, effects: bool = True) -> None:
+        # The guarded step UPDATE fails its statement (division by zero) where the other stores see
+        # no row changed: the same stale write, to be decided again (finish) like theirs.
+        try:
+            super().apply(unit, effects=effects)
+        except DataError as exc:
+            if isinstance(exc.__cause__, psycopg.errors.DivisionByZero):
+                raise StaleWrite("a step moved on while the runtime decided") from exc
+            raise
 
     def claim_started(self, step_id: int, worker: str, token: str, now: datetime,
                       lease_until: datetime) -> tuple[StepRun, WorkflowInstance] | None:

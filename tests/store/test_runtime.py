@@ -1,0 +1,99 @@
+"""The runtime driven in-process on every store (test wrapped in a transaction: on PostgreSQL the SQL
+store takes its locked path here; test_equivalence.py covers the one-round-trip path)."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+import pytest
+
+from tests.store.driver import Driver, snapshot
+from tests.store.scenarios import SCENARIOS
+from tests.workflows.support import assert_history_consistent
+from workflows.models import WorkflowInstance
+from workflows.store import get_store
+
+
+@pytest.mark.parametrize("scenario", sorted(SCENARIOS))
+def test_scenario_on_each_store(scenario: str, store_name: str, db: None, driver: Driver,
+                                version: Callable[[dict[str, Any]], Any]) -> None:
+    assert get_store().name in ({"orm"} if store_name == "orm" else {"sqlite", "postgresql"})
+    case = SCENARIOS[scenario]
+    instance_id = case.run(driver, version(case.graph()))
+    instance = WorkflowInstance.objects.get(pk=instance_id)
+    assert_history_consistent(instance)
+    shot = snapshot(instance_id, driver.captured)
+    # The live view saw every event, in order, as written.
+    assert [(m["seq"], m["type"]) for m in shot["messages"]] == [(e["seq"], e["type"]) for e in shot["events"]]
+    assert [m["payload"] for m in shot["messages"]] == [e["payload"] for e in shot["events"]]
+    # Nothing is left running; a final instance has no open review item, a halted one exactly one.
+    assert all(s["status"] != "running" for s in shot["steps"])
+    still_open = [r for r in shot["reviews"] if r["status"] == "open"]
+    assert len(still_open) == (1 if instance.status == "halted" else 0), shot["reviews"]
+
+
+def test_start_with_an_idempotency_key_returns_the_first_instance(store_name: str, db: None, driver: Driver,
+                                                                  version: Callable[..., Any]) -> None:
+    from tests.store import graphs
+    from workflows import runtime
+
+    v = version(graphs.chain())
+    with driver.committing():
+        first = runtime.start_instance(v, {"x": 1}, idempotency_key="order-1")
+        again = runtime.start_instance(v, {"x": 2}, idempotency_key="order-1")
+    assert again.pk == first.pk
+    assert WorkflowInstance.objects.count() == 1
+    assert len(driver.captured.dispatched) == 1
+
+
+def test_a_duplicate_job_claims_nothing(store_name: str, db: None, driver: Driver,
+                                        version: Callable[..., Any]) -> None:
+    from tests.store import graphs
+
+    inst = driver.start(version(graphs.chain()), {"x": 1})
+    step_id = driver.take()
+    claim = driver.claim(step_id)
+    assert claim is not None
+    seq = WorkflowInstance.objects.get(pk=inst.pk).event_seq
+    assert driver.claim(step_id) is None
+    assert WorkflowInstance.objects.get(pk=inst.pk).event_seq == seq
+    driver.carry_on(claim)
+    assert WorkflowInstance.objects.get(pk=inst.pk).status == "completed"
+
+
+def test_extend_leases_only_those_still_held(store_name: str, db: None, driver: Driver,
+                                             version: Callable[..., Any]) -> None:
+    from datetime import timedelta
+
+    from tests.store import graphs
+    from workflows.models import StepRun
+
+    driver.start(version(graphs.fan_out_join()))
+    first = driver.claim(driver.take("a"), "w1")
+    second = driver.claim(driver.take("b"), "w1")
+    assert first is not None and second is not None
+    now = driver.clock.tick()
+    until = now + timedelta(seconds=90)
+    store = get_store()
+    assert store.extend_leases([], now, until) == 0
+    held = [(first.step.pk, first.token), (second.step.pk, "not-our-token"), (10**9, "gone")]
+    assert store.extend_leases(held, now, until) == 1
+    a, b = StepRun.objects.get(pk=first.step.pk), StepRun.objects.get(pk=second.step.pk)
+    assert (a.lease_until, a.heartbeat_at) == (until, now)
+    assert b.lease_until == second.step.lease_until and b.heartbeat_at == second.step.heartbeat_at
+
+
+def test_run_step_is_what_the_driver_does(store_name: str, db: None, driver: Driver,
+                                          version: Callable[..., Any]) -> None:
+    """runtime.run_step (a worker's job) runs a step and its inline successors, like driver.run_job."""
+    from tests.store import graphs
+    from workflows import runtime
+
+    inst = driver.start(version(graphs.chain()), {"x": 5})
+    with driver.committing():
+        assert runtime.run_step(driver.take(), "w") == 3
+    assert not driver.captured.queue
+    inst.refresh_from_db()
+    assert (inst.status, inst.context["order"]) == ("completed", ["a", "b", "c"])
+    assert_history_consistent(inst)

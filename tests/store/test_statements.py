@@ -1,0 +1,143 @@
+"""statements.py: its column lists follow the models (rows hydrate positionally), and every statement
+runs on its database with the parameters its docstring names."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from datetime import datetime, timedelta
+from typing import Any
+
+import pytest
+from django.db import connection, models, transaction
+
+from tests.store import graphs
+from tests.store.driver import Driver
+from workflows.models import StepRun, WorkflowInstance
+from workflows.store import get_store
+from workflows.store import statements as sql
+
+
+def _columns(model: type[models.Model]) -> tuple[str, ...]:
+    return tuple(field.column for field in model._meta.concrete_fields)
+
+
+def _json_columns(model: type[models.Model]) -> frozenset[str]:
+    return frozenset(f.column for f in model._meta.concrete_fields if isinstance(f, models.JSONField))
+
+
+def test_column_lists_follow_the_models() -> None:
+    assert sql.INSTANCE_COLUMNS == _columns(WorkflowInstance)
+    assert sql.STEP_COLUMNS == _columns(StepRun)
+    assert sql.INSTANCE_JSON == _json_columns(WorkflowInstance)
+    assert sql.STEP_JSON == _json_columns(StepRun)
+    # Hydration turns the last step column into a bool.
+    assert isinstance(StepRun._meta.concrete_fields[-1], models.BooleanField)
+
+
+def _statement_names() -> list[str]:
+    return sorted(name for name, value in vars(sql).items()
+                  if name.isupper() and isinstance(value, str)
+                  and value.split(None, 1)[0].upper() in ("SELECT", "UPDATE", "INSERT", "WITH"))
+
+
+def _for_vendor(name: str) -> bool:
+    if name.startswith("PG_"):
+        return connection.vendor == "postgresql"
+    if name.startswith("SQLITE_"):
+        return connection.vendor == "sqlite"
+    return True
+
+
+class Ids:
+    def __init__(self, instance: WorkflowInstance, step: StepRun, now: datetime) -> None:
+        self.instance = instance.pk
+        self.seq = instance.event_seq
+        self.step = step.pk
+        store = get_store("sql")
+        self.now = store.ts(now)
+        self.until = store.ts(now + timedelta(seconds=30))
+        self.deadline = store.ts(instance.deadline)
+
+
+# Each statement's parameters, in its docstring's order, and what running it on a queued step `a` of
+# a fresh instance must give: ("row", n) one row of n columns, ("rows", n) n rows changed.
+PARAMS: dict[str, tuple[Callable[[Ids], tuple[Any, ...]], tuple[str, int]]] = {
+    "LOCK_INSTANCE": (lambda i: (i.instance,), ("row", len(sql.INSTANCE_COLUMNS))),
+    "LOCK_FOR_FINISH": (lambda i: (i.step, "token", i.instance), ("row", len(sql.INSTANCE_COLUMNS) + 1)),
+    "CLAIM_QUEUED": (lambda i: ("w", "token", i.now, i.now, i.until, i.step), ("row", len(sql.STEP_COLUMNS))),
+    "PG_CLAIM_STARTED": (lambda i: (i.step, "w", "token", i.now, i.now, i.until, i.step, i.now, i.now, i.now),
+                         ("row", len(sql.INSTANCE_COLUMNS) + len(sql.STEP_COLUMNS))),
+    "SQLITE_CLAIM_STARTED": (lambda i: ("w", "token", i.now, i.now, i.until, i.step, i.now),
+                             ("row", len(sql.STEP_COLUMNS))),
+    "SQLITE_BUMP_SEQ": (lambda i: (i.now, i.instance), ("row", len(sql.INSTANCE_COLUMNS))),
+    "PG_EXTEND_LEASES": (lambda i: (i.until, i.now, [i.step], ["token"]), ("rows", 0)),
+    "EXTEND_LEASE": (lambda i: (i.until, i.now, i.step, "token"), ("rows", 0)),
+    "LATEST_OUTPUT": (lambda i: (i.instance, "start"), ("row", 2)),
+    "UPDATE_STEP": (lambda i: (*_step_values(i), i.step, "queued", ""), ("rows", 1)),
+    "PG_UPDATE_STEP": (lambda i: (*_step_values(i), i.step, "queued", ""), ("row", 1)),
+    "INSERT_STEP": (lambda i: _new_step(i), ("row", 1)),
+    "UPDATE_INSTANCE": (lambda i: (*_instance_values(i), i.instance), ("rows", 1)),
+    "PG_UPDATE_INSTANCE": (lambda i: (*_instance_values(i), i.instance, i.seq), ("row", 1)),
+    "INSERT_EVENT": (lambda i: (i.instance, i.seq + 1, "test", "", None, '{"a": 1}', "trace", i.now), ("rows", 1)),
+    "INSERT_EVENT_OF_NEW_STEP": (lambda i: (i.instance, i.seq + 1, "test", "a", i.instance, "a", 1, "{}", "trace",
+                                            i.now), ("rows", 1)),
+    "INSERT_CHECKPOINT": (lambda i: (i.instance, i.seq + 1, '{"a": 1}', "0" * 64, i.now), ("rows", 1)),
+    "CLOSE_REVIEWS": (lambda i: (i.now, i.instance), ("rows", 0)),
+}
+
+
+def _step_values(i: Ids) -> tuple[Any, ...]:
+    return ("running", 1, '{"in": 1}', None, None, None, "w", "token", i.until, None, i.now, None, False)
+
+
+def _new_step(i: Ids) -> tuple[Any, ...]:
+    return (i.instance, "b", "python", 9, 0, "queued", "default", None, None, None, None, "", "", None, i.now,
+            f"{i.instance}:b:9", "trace", i.now, None, None, None, False)
+
+
+def _instance_values(i: Ids) -> tuple[Any, ...]:
+    return ("running", '{"c": 1}', '{"visits": {}}', 2, 10, i.deadline, 1, i.seq, "", None, 0, "0", None, i.now,
+            None)
+
+
+def test_every_statement_has_its_parameters_here() -> None:
+    assert set(_statement_names()) == set(PARAMS)
+
+
+@pytest.mark.parametrize("name", _statement_names())
+def test_statement_runs_on_its_database(name: str, use_store: Callable[[str], None], db: None, driver: Driver,
+                                        version: Callable[..., Any]) -> None:
+    if not _for_vendor(name):
+        pytest.skip(f"{name} is for another database")
+    use_store("sql")
+    instance = driver.start(version(graphs.chain()), {"x": 1})
+    step = StepRun.objects.get(instance=instance, node_id="a")
+    params, (kind, expected) = PARAMS[name]
+    statement = getattr(sql, name)
+    raw = get_store().raw()
+    with transaction.atomic():
+        if connection.vendor == "postgresql":
+            import psycopg
+
+            # As the store sends them: bound server-side and prepared.
+            cursor: Any = psycopg.Cursor(raw)
+            cursor.execute(statement, params(Ids(instance, step, driver.clock.now)), prepare=True)
+        else:
+            cursor = raw.cursor()
+            cursor.execute(sql.for_sqlite(statement), params(Ids(instance, step, driver.clock.now)))
+        if kind == "row":
+            row = cursor.fetchone()
+            assert row is not None and len(row) == expected, row
+            assert cursor.fetchone() is None
+        else:
+            assert cursor.rowcount == expected
+        transaction.set_rollback(True)
+
+
+def test_sqlite_text_has_no_postgresql_syntax() -> None:
+    for name in _statement_names():
+        if name.startswith("PG_"):
+            continue
+        text = sql.for_sqlite(getattr(sql, name))
+        assert "%s" not in text and "::" not in text and "FOR UPDATE" not in text, name
+        assert text.count("?") == getattr(sql, name).count("%s"), name
