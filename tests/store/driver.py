@@ -46,7 +46,7 @@ class Captured:
     dispatched: list[tuple[int, str]] = field(default_factory=list)  # every job, in order
     messages: list[dict[str, Any]] = field(default_factory=list)
 
-    def enqueue_steps(self, items: list[tuple[int, str]]) -> int:
+    def enqueue_steps(self, items: list[tuple[int, str]], **options: Any) -> int:
         self.queue += items
         self.dispatched += items
         return len(items)

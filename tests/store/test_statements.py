@@ -3,6 +3,7 @@ runs on its database with the parameters its docstring names."""
 
 from __future__ import annotations
 
+import json
 from collections.abc import Callable
 from datetime import datetime, timedelta
 from typing import Any
@@ -69,7 +70,11 @@ PARAMS: dict[str, tuple[Callable[[Ids], tuple[Any, ...]], tuple[str, int]]] = {
                          ("row", len(sql.INSTANCE_COLUMNS) + len(sql.STEP_COLUMNS))),
     "SQLITE_CLAIM_STARTED": (lambda i: ("w", "token", i.now, i.now, i.until, i.step, i.now),
                              ("row", len(sql.STEP_COLUMNS))),
-    "SQLITE_BUMP_SEQ": (lambda i: (i.now, i.instance), ("row", len(sql.INSTANCE_COLUMNS))),
+    "SQLITE_BUMP_SEQ_BY": (lambda i: (1, i.now, i.instance), ("row", len(sql.INSTANCE_COLUMNS))),
+    "PG_CLAIM_BATCH": (lambda i: ([i.step], "w", "token", i.now, i.now, i.until, [i.step], i.now, i.now, i.now),
+                       ("row", len(sql.INSTANCE_COLUMNS) + len(sql.STEP_COLUMNS))),
+    "SQLITE_CLAIM_BATCH": (lambda i: ("w", "token", i.now, i.now, i.until, json.dumps([i.step]), i.now),
+                           ("row", len(sql.STEP_COLUMNS))),
     "PG_EXTEND_LEASES": (lambda i: (i.until, i.now, [i.step], ["token"]), ("rows", 0)),
     "EXTEND_LEASE": (lambda i: (i.until, i.now, i.step, "token"), ("rows", 0)),
     "LATEST_OUTPUT": (lambda i: (i.instance, "start"), ("row", 2)),
