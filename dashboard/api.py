@@ -16,7 +16,7 @@ from workflows.engine import strict_json
 from workflows.engine.errors import GraphInvalid, PayloadTooLarge
 from workflows.engine.nodes import known_kinds
 from workflows.engine.validation import validate_graph
-from workflows.models import WorkflowDefinition, WorkflowInstance
+from workflows.models import WorkflowDefinition, WorkflowInstance, WorkflowVersion
 
 View = Callable[..., JsonResponse]
 MAX_IDEMPOTENCY_KEY = 200  # WorkflowInstance.idempotency_key's max_length
@@ -130,65 +130,76 @@ def validate(request: HttpRequest) -> JsonResponse:
     return JsonResponse({"valid": not issues, "errors": [issue.as_dict() for issue in issues]})
 
 
-@api_view(("POST",), perm="workflows.add_workflowinstance")
-def start_instance(request: HttpRequest, slug: str) -> JsonResponse:
-    definition = _get_definition_for_user(request, slug)
-    version = definition.latest_version()
+BULK_START_MOST = 1000
+
+
+class _Refused(Exception):
+    def __init__(self, response: JsonResponse) -> None:
+        self.response = response
+
+
+def _start_request(request: HttpRequest, slug: str) -> tuple[WorkflowVersion, Any]:
+    """The version a start runs (the definition's latest) and the request's JSON body."""
+    version = _get_definition_for_user(request, slug).latest_version()
     if version is None:
-        return error(409, f"workflow {slug!r} has no saved version")
+        raise _Refused(error(409, f"workflow {slug!r} has no saved version"))
     try:
-        body = json_body(request)
+        return version, json_body(request)
     except BodyRejected as exc:
-        return error(exc.status, str(exc))
-    start_input = body.get("input", {}) if isinstance(body, dict) else None
-    if not isinstance(start_input, dict):
-        return error(400, "'input' must be a JSON object")
-    key = request.headers.get("Idempotency-Key") or (body.get("idempotency_key") if isinstance(body, dict) else None)
-    if key is not None and (not isinstance(key, str) or len(key) > MAX_IDEMPOTENCY_KEY):
-        return error(400, f"the idempotency key must be a string of at most {MAX_IDEMPOTENCY_KEY} characters")
+        raise _Refused(error(exc.status, str(exc))) from None
+
+
+def _starting(start: Callable[[], JsonResponse]) -> JsonResponse:
+    """The errors every start answers the same way."""
     try:
-        instance = runtime.start_instance(version, start_input, idempotency_key=key, user=request.user)
+        return start()
+    except _Refused as refused:
+        return refused.response
     except PayloadTooLarge as exc:
         return error(413, exc.message)
     except GraphInvalid as exc:
         return error(400, "the saved graph is invalid", errors=[i.as_dict() for i in exc.issues])
-    return JsonResponse(instance_json(instance), status=201)
 
 
-BULK_START_MOST = 1000
+@api_view(("POST",), perm="workflows.add_workflowinstance")
+def start_instance(request: HttpRequest, slug: str) -> JsonResponse:
+    def start() -> JsonResponse:
+        version, body = _start_request(request, slug)
+        start_input = body.get("input", {}) if isinstance(body, dict) else None
+        if not isinstance(start_input, dict):
+            return error(400, "'input' must be a JSON object")
+        key = request.headers.get("Idempotency-Key") or (body.get("idempotency_key") if isinstance(body, dict)
+                                                          else None)
+        if key is not None and (not isinstance(key, str) or len(key) > MAX_IDEMPOTENCY_KEY):
+            return error(400, f"the idempotency key must be a string of at most {MAX_IDEMPOTENCY_KEY} characters")
+        instance = runtime.start_instance(version, start_input, idempotency_key=key, user=request.user)
+        return JsonResponse(instance_json(instance), status=201)
+
+    return _starting(start)
 
 
 @api_view(("POST",), perm="workflows.add_workflowinstance")
 def start_instances(request: HttpRequest, slug: str) -> JsonResponse:
     """Start many instances in one transaction: {"inputs": [{...}, ...], "idempotency_keys": [...]}."""
-    definition = _get_definition_for_user(request, slug)
-    version = definition.latest_version()
-    if version is None:
-        return error(409, f"workflow {slug!r} has no saved version")
-    try:
-        body = json_body(request)
-    except BodyRejected as exc:
-        return error(exc.status, str(exc))
-    inputs = body.get("inputs") if isinstance(body, dict) else None
-    if not isinstance(inputs, list) or not inputs or not all(isinstance(item, dict) for item in inputs):
-        return error(400, "'inputs' must be a non-empty list of JSON objects")
-    if len(inputs) > BULK_START_MOST:
-        return error(400, f"at most {BULK_START_MOST} instances per request (got {len(inputs)})")
-    keys = body.get("idempotency_keys")
-    if keys is not None and (not isinstance(keys, list) or len(keys) != len(inputs)
-                             or not all(key is None or (isinstance(key, str) and 0 < len(key) <= MAX_IDEMPOTENCY_KEY)
-                                        for key in keys)):
-        return error(400, f"'idempotency_keys' must be a list with one key (a string of 1-{MAX_IDEMPOTENCY_KEY} "
-                          "characters, or null) per input")
-    try:
-        instances = runtime.start_instances(version, inputs, idempotency_keys=keys, user=request.user)
-    except PayloadTooLarge as exc:
-        return error(413, exc.message)
-    except ValueError as exc:
-        return error(400, str(exc))
-    except GraphInvalid as exc:
-        return error(400, "the saved graph is invalid", errors=[i.as_dict() for i in exc.issues])
-    return JsonResponse({"instances": [instance_json(instance) for instance in instances]}, status=201)
+    def start() -> JsonResponse:
+        version, body = _start_request(request, slug)
+        inputs = body.get("inputs") if isinstance(body, dict) else None
+        if not isinstance(inputs, list) or not inputs or not all(isinstance(item, dict) for item in inputs):
+            return error(400, "'inputs' must be a non-empty list of JSON objects")
+        if len(inputs) > BULK_START_MOST:
+            return error(400, f"at most {BULK_START_MOST} instances per request (got {len(inputs)})")
+        keys = body.get("idempotency_keys")
+        if keys is not None and (not isinstance(keys, list) or len(keys) != len(inputs) or not all(
+                key is None or (isinstance(key, str) and 0 < len(key) <= MAX_IDEMPOTENCY_KEY) for key in keys)):
+            return error(400, f"'idempotency_keys' must be a list with one key (a string of 1-"
+                              f"{MAX_IDEMPOTENCY_KEY} characters, or null) per input")
+        try:
+            instances = runtime.start_instances(version, inputs, idempotency_keys=keys, user=request.user)
+        except ValueError as exc:  # one key twice
+            return error(400, str(exc))
+        return JsonResponse({"instances": [instance_json(instance) for instance in instances]}, status=201)
+
+    return _starting(start)
 
 
 @api_view(("GET",), perm="workflows.view_workflowinstance")
