@@ -34,6 +34,24 @@ def compact(value: Any) -> str:
     return json.dumps(value, separators=(",", ":"), default=str)
 
 
+# How each column of a row is read back: (position, "json" | "ts" | "decimal" | "bool").
+Plan = tuple[tuple[int, str], ...]
+
+
+def _plan(columns: tuple[str, ...], kinds: dict[str, frozenset[str]]) -> Plan:
+    return tuple((index, kind) for index, column in enumerate(columns)
+                 for kind, names in kinds.items() if column in names)
+
+
+INSTANCE_PLAN = _plan(sql.INSTANCE_COLUMNS, {
+    "json": sql.INSTANCE_JSON, "ts": frozenset({"deadline", "created_at", "updated_at", "finished_at"}),
+    "decimal": frozenset({"cost_usd", "budget_usd"})})
+STEP_PLAN = _plan(sql.STEP_COLUMNS, {
+    "json": sql.STEP_JSON,
+    "ts": frozenset({"lease_until", "due_at", "created_at", "started_at", "finished_at", "heartbeat_at"}),
+    "bool": frozenset({"degraded"})})
+
+
 class SqlStore(OrmStore):
     """Shared by both databases; the hooks below are what a dialect overrides."""
 
@@ -65,30 +83,22 @@ class SqlStore(OrmStore):
 
     # --- Hydration ------------------------------------------------------------------------------
 
-    def instance_from(self, row: Sequence[Any]) -> WorkflowInstance:
+    def _converted(self, row: Sequence[Any], plan: Plan) -> list[Any]:
         values = list(row)
-        for index, column in enumerate(sql.INSTANCE_COLUMNS):
-            if column in sql.INSTANCE_JSON:
-                values[index] = loads(values[index]) if values[index] is not None else None
-        for column in ("deadline", "created_at", "updated_at", "finished_at"):
-            index = sql.INSTANCE_COLUMNS.index(column)
-            values[index] = self.read_ts(values[index])
-        for column in ("cost_usd", "budget_usd"):
-            index = sql.INSTANCE_COLUMNS.index(column)
-            values[index] = self.read_decimal(values[index])
-        instance: WorkflowInstance = WorkflowInstance.from_db(connection.alias, None, values)
+        for index, kind in plan:
+            value = values[index]
+            if value is not None:
+                values[index] = (loads(value) if kind == "json" else self.read_ts(value) if kind == "ts"
+                                 else self.read_decimal(value) if kind == "decimal" else bool(value))
+        return values
+
+    def instance_from(self, row: Sequence[Any]) -> WorkflowInstance:
+        instance: WorkflowInstance = WorkflowInstance.from_db(connection.alias, None,
+                                                              self._converted(row, INSTANCE_PLAN))
         return instance
 
     def step_from(self, row: Sequence[Any]) -> StepRun:
-        values = list(row)
-        for index, column in enumerate(sql.STEP_COLUMNS):
-            if column in sql.STEP_JSON:
-                values[index] = loads(values[index]) if values[index] is not None else None
-        for column in ("lease_until", "due_at", "created_at", "started_at", "finished_at", "heartbeat_at"):
-            index = sql.STEP_COLUMNS.index(column)
-            values[index] = self.read_ts(values[index])
-        values[-1] = bool(values[-1])
-        step: StepRun = StepRun.from_db(connection.alias, None, values)
+        step: StepRun = StepRun.from_db(connection.alias, None, self._converted(row, STEP_PLAN))
         return step
 
     # --- Locks and reads ------------------------------------------------------------------------
