@@ -23,6 +23,14 @@ from dataclasses import dataclass, field
 
 ARM_MARKER = b"steadyflow-fault:drop-next-commit-ack"
 _COMMIT_QUERY = b"COMMIT\x00"
+
+
+def _is_commit_parse(body: bytes) -> bool:
+    """A Parse message (statement name, query, parameter types) whose query is COMMIT."""
+    parts = body.split(b"\x00", 2)
+    return len(parts) > 1 and parts[1] == b"COMMIT"
+
+
 _COMMIT_COMPLETE = b"C\x00\x00\x00\x0bCOMMIT\x00"  # CommandComplete, length 11, tag "COMMIT"
 _SSL_REQUEST = 80877103
 _GSSENC_REQUEST = 80877104
@@ -117,7 +125,8 @@ class CommitAckDropper:
                 body = self._read_exact(link.client, length - 4)
                 if kind in (b"Q", b"P") and ARM_MARKER in body:
                     link.armed = True
-                elif kind == b"Q" and body == _COMMIT_QUERY and link.armed:
+                elif link.armed and (kind == b"Q" and body == _COMMIT_QUERY or kind == b"P" and _is_commit_parse(body)):
+                    # A COMMIT sent as a simple query, or in the extended protocol (a pipeline).
                     link.armed = False
                     link.swallowing = True
                 link.server.sendall(header + body)

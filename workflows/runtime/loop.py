@@ -118,7 +118,7 @@ def _reconnecting(commit: Callable[[], T], what: str, failed: list[bool] | None 
                 raise
             if failed is not None:
                 failed.append(True)
-            log.warning("%s: committing the outcome failed (%s); retrying on a new connection", what, exc)
+            log.warning("%s: committing its outcome failed (%s); retrying on a new connection", what, exc)
             connection.close()
             time.sleep(delay)
             delay = min(delay * 2, 2.0)

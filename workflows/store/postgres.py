@@ -151,8 +151,12 @@ class PostgresStore(SqlStore):
             with connection.wrap_database_errors:
                 cursors = self.run_batch([*batch, ("COMMIT", ())])
         except Exception as exc:  # noqa: BLE001 - any failure: roll back, the locked path decides
-            if conn.info.transaction_status != psycopg.pq.TransactionStatus.IDLE:
-                conn.execute("ROLLBACK")
+            status = conn.info.transaction_status
+            if status not in (psycopg.pq.TransactionStatus.IDLE, psycopg.pq.TransactionStatus.UNKNOWN):
+                try:
+                    conn.execute("ROLLBACK")
+                except psycopg.Error:
+                    pass  # the connection broke: the caller reconnects (finish_step_reconnecting)
             cause = exc.__cause__ if exc.__cause__ is not None else exc
             if not isinstance(cause, (psycopg.errors.DivisionByZero, psycopg.errors.DeadlockDetected)):
                 raise
