@@ -300,12 +300,9 @@ def _variant(name: str) -> Callable[[Any, Any], Any]:
 
 def _child(name: str, first_steps: list[int], start_at: float, out: Any) -> None:
     """One process of the parallel run: waits for the common start, then runs its chains."""
-    from workflows import executor, live
+    from workflows import executor
 
-    # The parent's live publisher thread does not exist in this forked child: start a fresh one, so
-    # the child publishes its events as a worker would.
-    live._publisher = None
-
+    # workflows/live.py opens a fresh Redis connection in a forked child by itself (it checks the pid).
     finish = _variant(name)
     while time.time() < start_at:
         time.sleep(0.001)
