@@ -74,7 +74,7 @@ class InstanceConsumer(_Refusing):
 
     async def disconnect(self, code: int) -> None:
         if self.watching:
-            get_relay().unwatch(self.instance_id, self)
+            await get_relay().unwatch(self.instance_id, self)
             self.watching = False
 
     async def receive_json(self, content: Any, **kwargs: Any) -> None:
@@ -100,7 +100,7 @@ class DashboardConsumer(_Refusing):
 
     async def disconnect(self, code: int) -> None:
         if self.watching:
-            get_relay().unwatch_dashboard(self)
+            await get_relay().unwatch_dashboard(self)
             self.watching = False
 
     async def receive_json(self, content: Any, **kwargs: Any) -> None:

@@ -86,35 +86,38 @@ class Relay:
         self._advance(instance_id, last_seq)
         self._pump(instance_id)  # a notice heard before the hello went out is not lost
 
-    def unwatch(self, instance_id: int, watcher: InstanceWatcher) -> None:
+    async def unwatch(self, instance_id: int, watcher: InstanceWatcher) -> None:
         group = self.watchers.get(instance_id)
         if group is not None:
             group.discard(watcher)
             if not group:
                 del self.watchers[instance_id]
                 self.known.pop(instance_id, None)
-        self._stop_if_idle()
+        await self._stop_if_idle()
 
     def watch_dashboard(self, watcher: DashboardWatcher) -> None:
         self.dashboards.add(watcher)
         self._start()
 
-    def unwatch_dashboard(self, watcher: DashboardWatcher) -> None:
+    async def unwatch_dashboard(self, watcher: DashboardWatcher) -> None:
         self.dashboards.discard(watcher)
-        self._stop_if_idle()
+        await self._stop_if_idle()
 
     def _start(self) -> None:
         if not self.tasks:
             self.tasks = [asyncio.ensure_future(self._listen()), asyncio.ensure_future(self._poll_forever())]
 
-    def _stop_if_idle(self) -> None:
+    async def _stop_if_idle(self) -> None:
         if self.watchers or self.dashboards:
             return
-        for task in [*self.tasks, *self.pumps.values(), *([self.flush] if self.flush else [])]:
-            task.cancel()
+        tasks = [*self.tasks, *self.pumps.values(), *([self.flush] if self.flush else [])]
         self.tasks, self.pumps, self.flush = [], {}, None
         self.known.clear()
         self.subscribed.clear()
+        for task in tasks:
+            task.cancel()
+        # Wait for them: a database read in flight finishes in its thread before the loop moves on.
+        await asyncio.gather(*tasks, return_exceptions=True)
 
     # --- what committed ---------------------------------------------------------------------------
 

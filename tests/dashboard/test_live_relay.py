@@ -107,7 +107,7 @@ def test_without_any_notice_the_poll_delivers_every_event(
         await database_sync_to_async(finish_work)(claim)
         seen = await receive_until(comm, "instance_completed")
         assert seqs(seen) == list(range(start + 1, start + 1 + len(seen)))
-        instance.refresh_from_db()
+        await database_sync_to_async(instance.refresh_from_db)()
         assert seen[-1]["seq"] == instance.event_seq
         await comm.disconnect()
 
