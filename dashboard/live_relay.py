@@ -30,8 +30,9 @@ import redis.asyncio as aioredis
 from channels.db import database_sync_to_async
 from django.conf import settings
 
+from dashboard.live_events import EventReader, make_reader
 from workflows import live
-from workflows.models import Event, WorkflowInstance
+from workflows.models import WorkflowInstance
 
 log = logging.getLogger("steadyflow.live")
 
@@ -53,11 +54,6 @@ class DashboardWatcher(Protocol):
     async def send_changes(self, events: int, instances: list[int]) -> None: ...
 
 
-def read_events(instance_id: int, after: int, limit: int = READ_LIMIT) -> list[dict[str, Any]]:
-    events = Event.objects.filter(instance_id=instance_id, seq__gt=after).order_by("seq")[:limit]
-    return [event.as_message() for event in events]
-
-
 def read_last_seqs(instance_ids: list[int]) -> dict[int, int]:
     return dict(WorkflowInstance.objects.filter(pk__in=instance_ids).values_list("pk", "event_seq"))
 
@@ -73,6 +69,7 @@ class Relay:
         self.pending_events = 0
         self.pending_instances: set[int] = set()
         self.subscribed = asyncio.Event()  # tests wait for it before publishing
+        self.reader: EventReader | None = None
 
     # --- sockets come and go ----------------------------------------------------------------------
 
@@ -105,19 +102,24 @@ class Relay:
 
     def _start(self) -> None:
         if not self.tasks:
+            self.reader = make_reader()
             self.tasks = [asyncio.ensure_future(self._listen()), asyncio.ensure_future(self._poll_forever())]
 
     async def _stop_if_idle(self) -> None:
         if self.watchers or self.dashboards:
             return
         tasks = [*self.tasks, *self.pumps.values(), *([self.flush] if self.flush else [])]
-        self.tasks, self.pumps, self.flush = [], {}, None
+        reader = self.reader
+        self.tasks, self.pumps, self.flush, self.reader = [], {}, None, None
         self.known.clear()
         self.subscribed.clear()
         for task in tasks:
             task.cancel()
-        # Wait for them: a database read in flight finishes in its thread before the loop moves on.
+        # Wait for them (a read in flight finishes first), then close their reader: a socket that
+        # connects meanwhile has started a fresh relay with a reader of its own.
         await asyncio.gather(*tasks, return_exceptions=True)
+        if reader is not None:
+            await reader.close()
 
     # --- what committed ---------------------------------------------------------------------------
 
@@ -152,7 +154,9 @@ class Relay:
                 if not behind:
                     return
                 after = min(w.sent_seq for w in behind if w.sent_seq is not None)
-                events = await database_sync_to_async(read_events)(instance_id, after)
+                if self.reader is None:
+                    return
+                events = await self.reader.read(instance_id, after, READ_LIMIT)
                 if not events:
                     return  # a notice ahead of the log (another database's?): the poll corrects `known`
                 self._advance(instance_id, events[-1]["seq"])

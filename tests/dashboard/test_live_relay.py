@@ -15,8 +15,9 @@ from typing import Any
 import pytest
 from channels.db import database_sync_to_async
 from channels.testing import WebsocketCommunicator
+from django.db import connection
 
-from dashboard import live_relay
+from dashboard import live_events, live_relay
 from dashboard.asgi import application
 from dashboard.live_relay import get_relay
 from workflows import executor, live
@@ -156,6 +157,25 @@ def test_two_sockets_on_one_instance_each_get_every_event_after_their_hello_once
         assert await first.receive_nothing(timeout=0.3) and await second.receive_nothing(timeout=0.1)
         await first.disconnect()
         await second.disconnect()
+
+    run(go)
+
+
+def test_the_relay_reads_events_exactly_as_the_event_log_gives_them(instance: WorkflowInstance) -> None:
+    finish_work(claim_work(instance.pk))  # events with and without step, node and payload
+    expected = live_events.read_events(instance.pk, 0, 500)
+    assert len(expected) >= 6 and any(e["step"] is None for e in expected) and any(e["payload"] for e in expected)
+    fast = {"sqlite": live_events.SqliteEventReader, "postgresql": live_events.PostgresEventReader}
+
+    async def go() -> None:
+        reader = live_events.make_reader()
+        assert type(reader) is fast[connection.vendor]
+        try:
+            assert await reader.read(instance.pk, 0, 500) == expected
+            assert await reader.read(instance.pk, 2, 3) == expected[2:5]
+            assert await reader.read(instance.pk, expected[-1]["seq"], 500) == []
+        finally:
+            await reader.close()
 
     run(go)
 
