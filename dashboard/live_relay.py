@@ -221,7 +221,7 @@ class Relay:
             client = aioredis.Redis.from_url(settings.REDIS_URL, socket_timeout=None, client_name=CLIENT_NAME)
             pubsub = client.pubsub(ignore_subscribe_messages=True)
             try:
-                await pubsub.subscribe(live.channel_for(client))
+                await pubsub.subscribe(live.channel_for(client.connection_pool))
                 self.subscribed.set()
                 delay = 0.1
                 await self.poll()  # whatever committed while we were not subscribed

@@ -10,15 +10,22 @@ The cheapest call, after the commit of an instance's events `first_seq..last_seq
 
     live.publish_commit(instance_id, first_seq, last_seq)
 
-one `PUBLISH steadyflow:<db>:live "<instance_id> <first_seq> <last_seq>"` on a single synchronous
-redis-py connection per process: about 15 µs of CPU here (docs/BENCHMARKS.md). `publish(messages)`,
-with the commit's `Event.as_message()` dicts, is the same call for callers that already hold them;
-building those dicts costs more than the publish, so a caller that has the numbers should not.
+one `PUBLISH steadyflow:<db>:live "<instance_id> <first_seq> <last_seq>"`, written on one redis-py
+connection per process that has told Redis `CLIENT REPLY OFF`: the worker sends ~60 bytes with one
+`sendall` and never waits for or parses a reply. About 5 µs of CPU here, against ~20 µs for a
+PUBLISH that reads its reply and ~200 µs for the Channels group sends it replaces (docs/BENCHMARKS.md).
+Thread-safe (the `ai` consumer commits from several threads) and fork-safe (a child reconnects).
+`publish(messages)`, with the commit's `Event.as_message()` dicts, is the same call for callers that
+already hold them; building those dicts costs more than the publish, so a caller that has the
+numbers should call `publish_commit`. Call it once per commit and instance (a transaction that
+commits events of several instances calls it once for each).
 
 A lost publish is harmless: the relay also checks every watched instance's `event_seq` in the
 database every second and sends what is missing, and the pages catch up from the event log by
 sequence number. So a failure here is never raised to the caller, and while Redis is unreachable the
-worker stops trying for RETRY_AFTER_S instead of paying a connection attempt per commit.
+worker stops trying for RETRY_AFTER_S instead of paying a connection attempt per commit. (Without
+replies a write into a connection Redis has just dropped can vanish unnoticed; the next one fails and
+reconnects. That too is a lost notice, covered by the poll.)
 
 Redis pub/sub channels are global to a server, not per database, so the channel name carries the
 Redis database number: deployments (or test runs) sharing a server on different databases do not
@@ -41,11 +48,12 @@ log = logging.getLogger("steadyflow.live")
 # A publish that takes longer than this is abandoned (the relay's poll delivers the events instead).
 SOCKET_TIMEOUT_S = 0.25
 RETRY_AFTER_S = 1.0
+CLIENT_NAME = "steadyflow-live-publisher"  # as CLIENT LIST shows it
 
 
-def channel_for(client: Any) -> str:
-    """The notices' channel for a (sync or asyncio) redis-py client of REDIS_URL."""
-    return f"steadyflow:{int(client.connection_pool.connection_kwargs.get('db') or 0)}:live"
+def channel_for(pool: Any) -> str:
+    """The notices' channel for a (sync or asyncio) redis-py connection pool of REDIS_URL."""
+    return f"steadyflow:{int(pool.connection_kwargs.get('db') or 0)}:live"
 
 
 def encode(instance_id: int, first_seq: int, last_seq: int) -> bytes:
@@ -58,34 +66,34 @@ def decode(data: bytes) -> tuple[int, int, int]:
     return instance_id, first_seq, last_seq
 
 
-def redis_client(**options: Any) -> redis.Redis:
-    """A synchronous client for REDIS_URL that fails fast: no retries, short timeouts."""
-    return redis.Redis.from_url(settings.REDIS_URL, retry=None, socket_timeout=SOCKET_TIMEOUT_S,
-                                socket_connect_timeout=SOCKET_TIMEOUT_S, **options)
-
-
 class _Publisher:
     def __init__(self) -> None:
         self.pid = os.getpid()
-        self.client: redis.Redis | None = None
-        self.channel = ""
+        self.lock = threading.Lock()
+        self.pool = redis.ConnectionPool.from_url(settings.REDIS_URL, retry=None, socket_timeout=SOCKET_TIMEOUT_S,
+                                                  socket_connect_timeout=SOCKET_TIMEOUT_S, client_name=CLIENT_NAME)
+        self.channel = channel_for(self.pool)
+        self.conn: Any = None
         self.down_until = 0.0
 
     def send(self, payload: bytes) -> None:
-        if self.down_until:
-            if time.monotonic() < self.down_until:
-                return
-            self.down_until = 0.0
-        try:
-            if self.client is None:
-                # One connection, not a pool: the pool's checkout costs more than the PUBLISH itself.
-                # redis-py serialises threads on it with a lock (the `ai` consumer commits from several).
-                client = redis_client(single_connection_client=True)  # connects now
-                self.channel, self.client = channel_for(client), client
-            self.client.publish(self.channel, payload)
-        except (redis.RedisError, OSError) as exc:
-            self.down_until = time.monotonic() + RETRY_AFTER_S
-            log.debug("live publish failed (the relay's poll will deliver): %s", exc)
+        with self.lock:
+            if self.down_until:
+                if time.monotonic() < self.down_until:
+                    return
+                self.down_until = 0.0
+            try:
+                if self.conn is None:
+                    conn = self.pool.get_connection()  # connects (AUTH, SELECT) with replies on
+                    conn.send_command("CLIENT", "REPLY", "OFF")  # answered by silence
+                    self.conn = conn
+                self.conn.send_command("PUBLISH", self.channel, payload)
+            except (redis.RedisError, OSError) as exc:
+                if self.conn is not None:
+                    self.conn.disconnect()
+                    self.conn = None
+                self.down_until = time.monotonic() + RETRY_AFTER_S
+                log.debug("live publish failed (the relay's poll will deliver): %s", exc)
 
 
 _publisher: _Publisher | None = None

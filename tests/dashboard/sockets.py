@@ -36,7 +36,7 @@ def subscribers() -> int:
     from django_rq import get_connection
 
     conn = get_connection("default")
-    channel = live.channel_for(conn)
+    channel = live.channel_for(conn.connection_pool)
     return int(dict(conn.pubsub_numsub(channel))[channel.encode()])
 
 

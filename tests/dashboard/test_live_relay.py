@@ -9,6 +9,7 @@ import os
 import socket
 import subprocess
 import sys
+import time
 from pathlib import Path
 from typing import Any
 
@@ -181,24 +182,61 @@ def test_the_relay_reads_events_exactly_as_the_event_log_gives_them(instance: Wo
 
 
 def test_a_commit_publishes_one_compact_notice(redis_conn: Any) -> None:
-    pubsub = redis_conn.pubsub(ignore_subscribe_messages=True)
-    pubsub.subscribe(live.channel_for(redis_conn))
+    pubsub = listen_to_notices(redis_conn)
     try:
         live.publish([{"instance": 42, "seq": 7, "type": "step_succeeded"},
                       {"instance": 42, "seq": 8, "type": "edges_taken"},
                       {"instance": 42, "seq": 9, "type": "step_queued"}])
         live.publish_commit(43, 1, 1)
         live.publish([])  # nothing committed, nothing said
-        received = []
-        for _ in range(50):
-            message = pubsub.get_message(timeout=0.1)
-            if message is not None:
-                received.append(message["data"])
-            if len(received) == 2:
-                break
+        received = [next_notice(pubsub, 5), next_notice(pubsub, 5)]
         assert received == [b"42 7 9", b"43 1 1"]
         assert live.decode(received[0]) == (42, 7, 9)
-        assert pubsub.get_message(timeout=0.3) is None
+        assert next_notice(pubsub, 0.3) is None
+    finally:
+        pubsub.close()
+
+
+def listen_to_notices(redis_conn: Any) -> Any:
+    """A subscription to the workers' notices, confirmed by Redis before it is returned."""
+    pubsub = redis_conn.pubsub()
+    pubsub.subscribe(live.channel_for(redis_conn.connection_pool))
+    deadline = time.monotonic() + 5
+    while time.monotonic() < deadline:
+        message = pubsub.get_message(timeout=0.1)
+        if message is not None and message["type"] == "subscribe":
+            return pubsub
+    raise AssertionError("Redis did not confirm the subscription")
+
+
+def next_notice(pubsub: Any, timeout: float) -> bytes | None:
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        message = pubsub.get_message(timeout=0.05)
+        if message is not None and message["type"] == "message":
+            return bytes(message["data"])
+    return None
+
+
+def test_a_publisher_whose_connection_dropped_reconnects(redis_conn: Any) -> None:
+    db = redis_conn.connection_pool.connection_kwargs.get("db") or 0
+    pubsub = listen_to_notices(redis_conn)
+    try:
+        live.publish_commit(50, 1, 1)
+        assert next_notice(pubsub, 5) == b"50 1 1"
+        publishers = [c for c in redis_conn.client_list()
+                      if c.get("name") == live.CLIENT_NAME and int(c.get("db", 0)) == db]
+        assert publishers
+        for client in publishers:
+            redis_conn.client_kill_filter(_id=client["id"])
+        # A notice or two may vanish into the dead connection; then the publisher connects again.
+        heard = None
+        for seq in range(2, 100):
+            live.publish_commit(50, seq, seq)
+            heard = next_notice(pubsub, 0.1)
+            if heard is not None:
+                break
+        assert heard is not None and heard.startswith(b"50 ")
     finally:
         pubsub.close()
 
