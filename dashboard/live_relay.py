@@ -5,8 +5,8 @@ last sequence number). One `Relay` per web process (per event loop), started by 
 that watches something and stopped when the last one leaves, subscribes to those notices and:
 
 - for an instance that sockets of this process watch, reads the events after the last one each socket
-  was sent from the event log (one query per instance, shared by its sockets) and sends them in
-  sequence order, each exactly once per socket;
+  was sent from the event log (one query per instance, shared by its sockets, made on the event loop
+  itself: dashboard/live_events.py) and sends them in sequence order, each exactly once per socket;
 - for the dashboard sockets, coalesces the notices into at most one `changes` message per
   DASHBOARD_FLUSH_S (the page then refreshes its figures).
 
@@ -174,8 +174,8 @@ class Relay:
                     return  # never spin on the database; the next notice or poll tries again
         except asyncio.CancelledError:
             raise
-        except Exception:  # noqa: BLE001 - a failed read is retried by the next notice or poll
-            log.exception("live relay: sending the events of instance %s failed", instance_id)
+        except Exception as exc:  # noqa: BLE001 - a failed read is retried by the next notice or poll
+            log.warning("live relay: reading the events of instance %s failed: %s", instance_id, exc)
         finally:
             if self.pumps.get(instance_id) is asyncio.current_task():
                 del self.pumps[instance_id]
@@ -207,12 +207,15 @@ class Relay:
     async def _poll_forever(self) -> None:
         while True:
             await asyncio.sleep(POLL_S)
-            try:
-                await self.poll()
-            except asyncio.CancelledError:
-                raise
-            except Exception as exc:  # noqa: BLE001 - the database may be restarting; try again
-                log.warning("live relay: poll failed: %s", exc)
+            await self._poll_once()
+
+    async def _poll_once(self) -> None:
+        try:
+            await self.poll()
+        except asyncio.CancelledError:
+            raise
+        except Exception as exc:  # noqa: BLE001 - the database may be restarting; try again
+            log.warning("live relay: poll failed: %s", exc)
 
     async def _listen(self) -> None:
         delay = 0.1
@@ -224,7 +227,7 @@ class Relay:
                 await pubsub.subscribe(live.channel_for(client.connection_pool))
                 self.subscribed.set()
                 delay = 0.1
-                await self.poll()  # whatever committed while we were not subscribed
+                await self._poll_once()  # whatever committed while we were not subscribed
                 async for message in pubsub.listen():
                     if message.get("type") != "message":
                         continue
