@@ -1,13 +1,14 @@
-"""WebSocket consumers for the live views.
+"""WebSocket consumers for the live views, fed by this process's relay (dashboard/live_relay.py).
 
-`InstanceConsumer` forwards the committed events of one instance (group `instance.<id>`, published by
-workflows/live.py after commit). It joins the group *before* reading the instance's last sequence
-number and sends that number first, so a page knows at once which events it must fetch from the
-event log: nothing committed between the page's load and the socket's opening is missed.
+`InstanceConsumer` sends the committed events of one instance, one `{"type": "event", "event": …}`
+frame each, in sequence order. It registers with the relay *before* reading the instance's last
+sequence number and sends that number first (`hello`), so a page knows at once which events it must
+fetch from the event log; the relay then sends every event after it, exactly once, reading them from
+the event log itself (so an event whose worker's notice was lost still arrives).
 
-`DashboardConsumer` listens to the `dashboard` group, which carries every event of every instance.
-It does not forward them one by one: it coalesces them into at most one `changes` message per
-DASHBOARD_FLUSH_S, which tells the page to refresh its figures.
+`DashboardConsumer` does not forward events one by one: the relay coalesces them into at most one
+`{"type": "changes", "events": <count>, "instances": [...]}` message per half second, which
+tells the page to refresh its figures.
 
 Refusals are sent as a message with a `message`, then the socket closes with a 44xx code (after
 accepting, so the browser sees the code and the page can say why instead of retrying forever).
@@ -15,34 +16,26 @@ accepting, so the browser sees the code and the page can say why instead of retr
 
 from __future__ import annotations
 
-import asyncio
 import logging
-from collections import Counter
 from typing import Any
 
 from channels.db import database_sync_to_async
 from channels.generic.websocket import AsyncJsonWebsocketConsumer
 
+from dashboard.live_relay import get_relay
 from workflows.engine import strict_json
 from workflows.models import WorkflowInstance
 
 log = logging.getLogger("steadyflow.dashboard")
 
 VIEW_PERMISSION = "workflows.view_workflowinstance"
-DASHBOARD_GROUP = "dashboard"
-DASHBOARD_FLUSH_S = 0.5
-
-# What a frame from a page may be: anything else is dropped unread.
-MAX_FRAME_CHARS = 4096
-MAX_FRAME_DEPTH = 8
-
 CLOSE_UNAUTHENTICATED = 4401
 CLOSE_FORBIDDEN = 4403
 CLOSE_NOT_FOUND = 4404
 
-
-def instance_group(instance_id: int) -> str:
-    return f"instance.{instance_id}"
+# What a frame from a page may be: anything else is dropped unread.
+MAX_FRAME_CHARS = 4096
+MAX_FRAME_DEPTH = 8
 
 
 class _Refusing(AsyncJsonWebsocketConsumer):
@@ -78,7 +71,8 @@ class _Refusing(AsyncJsonWebsocketConsumer):
 
 class InstanceConsumer(_Refusing):
     instance_id: int
-    group: str | None = None
+    watching = False
+    sent_seq: int | None = None  # read and written by the relay
 
     async def connect(self) -> None:
         self.instance_id = int(self.scope["url_route"]["kwargs"]["instance_id"])
@@ -87,80 +81,52 @@ class InstanceConsumer(_Refusing):
         if not await database_sync_to_async(WorkflowInstance.objects.filter(pk=self.instance_id).exists)():
             await self.refuse(CLOSE_NOT_FOUND, f"instance {self.instance_id} does not exist")
             return
-        self.group = instance_group(self.instance_id)
-        await self.channel_layer.group_add(self.group, self.channel_name)
-        # Read after joining: every event past this number reaches the socket through the group.
+        relay = get_relay()
+        relay.watch(self.instance_id, self)
+        self.watching = True
+        # Read after registering: a notice for anything past this number reaches the relay meanwhile.
         last_seq = await database_sync_to_async(self._last_seq)()
         await self.accept()
         await self.send_json({"type": "hello", "instance": self.instance_id, "last_seq": last_seq})
+        relay.ready(self.instance_id, self, last_seq)
 
     def _last_seq(self) -> int:
         return WorkflowInstance.objects.filter(pk=self.instance_id).values_list("event_seq", flat=True).first() or 0
 
     async def disconnect(self, code: int) -> None:
-        if self.group is not None:
-            await self.channel_layer.group_discard(self.group, self.channel_name)
-            self.group = None
+        if self.watching:
+            await get_relay().unwatch(self.instance_id, self)
+            self.watching = False
 
     async def receive_json(self, content: Any, **kwargs: Any) -> None:
         # The page only listens; a ping keeps intermediaries from closing an idle socket.
         if isinstance(content, dict) and content.get("type") == "ping":
             await self.send_json({"type": "pong"})
 
-    async def workflow_event(self, message: dict[str, Any]) -> None:
-        await self.send_json({"type": "event", "event": message["event"]})
-
-    async def workflow_events(self, message: dict[str, Any]) -> None:
-        # One group message per commit (workflows/live.py); the page still gets one frame per event.
-        for event in message["events"]:
+    async def send_events(self, events: list[dict[str, Any]]) -> None:
+        for event in events:
             await self.send_json({"type": "event", "event": event})
 
 
 class DashboardConsumer(_Refusing):
-    joined = False
-    _flush: asyncio.Task[None] | None = None
+    watching = False
 
     async def connect(self) -> None:
         if await self.check_user() is None:
             return
-        self.pending: Counter[str] = Counter()
-        self.instances: set[Any] = set()  # instance ids as the events carry them
-        await self.channel_layer.group_add(DASHBOARD_GROUP, self.channel_name)
-        self.joined = True
+        get_relay().watch_dashboard(self)
+        self.watching = True
         await self.accept()
         await self.send_json({"type": "hello"})
 
     async def disconnect(self, code: int) -> None:
-        if self._flush is not None:
-            self._flush.cancel()
-            self._flush = None
-        if self.joined:
-            await self.channel_layer.group_discard(DASHBOARD_GROUP, self.channel_name)
-            self.joined = False
+        if self.watching:
+            await get_relay().unwatch_dashboard(self)
+            self.watching = False
 
     async def receive_json(self, content: Any, **kwargs: Any) -> None:
         if isinstance(content, dict) and content.get("type") == "ping":
             await self.send_json({"type": "pong"})
 
-    async def workflow_event(self, message: dict[str, Any]) -> None:
-        self._count(message["event"])
-
-    async def workflow_events(self, message: dict[str, Any]) -> None:
-        for event in message["events"]:
-            self._count(event)
-
-    def _count(self, event: dict[str, Any]) -> None:
-        self.pending[event.get("type", "?")] += 1
-        instance = event.get("instance")
-        if instance is not None and len(self.instances) < 100:
-            self.instances.add(instance)
-        if self._flush is None:
-            self._flush = asyncio.ensure_future(self._flush_later())
-
-    async def _flush_later(self) -> None:
-        await asyncio.sleep(DASHBOARD_FLUSH_S)
-        counts, instances = dict(self.pending), sorted(self.instances)
-        self.pending.clear()
-        self.instances.clear()
-        self._flush = None
-        await self.send_json({"type": "changes", "events": counts, "instances": instances})
+    async def send_changes(self, events: int, instances: list[int]) -> None:
+        await self.send_json({"type": "changes", "events": events, "instances": instances})

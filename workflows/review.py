@@ -83,7 +83,7 @@ def decide(item_id: int, user: Any, decision: Decision) -> ReviewItem:
         raise ReviewError(f"review item {item_id} does not exist")
     now = timezone.now()
     with transaction.atomic():
-        # Lock order instance -> item, the same as the executor's (it closes items under the instance lock).
+        # Lock order instance -> item, the same as the runtime's (it closes items under the instance lock).
         inst = runtime.lock(instance_id)
         item = ReviewItem.objects.select_for_update().get(pk=item_id)
         if item.status != ReviewStatus.OPEN:

@@ -1,40 +1,29 @@
 """The WebSocket consumers through the real ASGI stack (dashboard/asgi.py: origin check, session auth,
-URL routing) and the real channel layer on Redis: who may connect, what they receive, and that the
-socket joins and leaves its group."""
+URL routing) and the real relay on Redis (dashboard/live_relay.py): who may connect, what they
+receive, and that the process subscribes to the workers' notices while sockets watch.
+The relay's gap filling is in test_live_relay.py."""
 
 from __future__ import annotations
 
-from collections.abc import Awaitable, Callable
+import asyncio
 from typing import Any
 
 import pytest
-from asgiref.sync import async_to_sync
-from channels.layers import get_channel_layer
+from channels.db import database_sync_to_async
 from channels.testing import WebsocketCommunicator
 from django.contrib.auth.models import Permission
-from django.test import Client
 
+from dashboard import live_relay
 from dashboard.asgi import application
 from dashboard.consumers import CLOSE_FORBIDDEN, CLOSE_NOT_FOUND, CLOSE_UNAUTHENTICATED
-from workflows import runtime
+from dashboard.live_relay import get_relay
+from workflows import live, runtime
 from workflows.definitions import save_version
 from workflows.models import WorkflowInstance
 
+from .sockets import GRAPH, ORIGIN, receive_until, run, session_headers, subscribers
+
 pytestmark = pytest.mark.django_db(transaction=True)
-
-ORIGIN = (b"origin", b"http://localhost")
-GRAPH = {
-    "nodes": [{"id": "start", "type": "start"}, {"id": "work", "type": "python", "config": {"function": "noop"}},
-              {"id": "end", "type": "end"}],
-    "edges": [{"source": "start", "target": "work"}, {"source": "work", "target": "end"}],
-}
-
-
-def session_headers(user: Any) -> list[tuple[bytes, bytes]]:
-    client = Client()
-    client.force_login(user)
-    return [ORIGIN, (b"cookie", f"sessionid={client.cookies['sessionid'].value}".encode())]
-
 
 @pytest.fixture
 def viewer(django_user_model: Any, redis_conn: Any) -> Any:
@@ -48,10 +37,6 @@ def viewer(django_user_model: Any, redis_conn: Any) -> Any:
 def instance(viewer: Any) -> WorkflowInstance:
     version = save_version("consumer-test", GRAPH)
     return runtime.start_instance(version, {"n": 1})
-
-
-def run(coro: Callable[[], Awaitable[None]]) -> None:
-    async_to_sync(coro)()
 
 
 async def refused_with(path: str, headers: list[tuple[bytes, bytes]]) -> dict[str, Any]:
@@ -111,17 +96,14 @@ def test_an_unknown_instance_is_refused(viewer: Any) -> None:
     run(go)
 
 
-def test_a_viewer_joins_the_instance_group_and_receives_its_committed_events(
-        viewer: Any, instance: WorkflowInstance) -> None:
+def test_a_viewer_receives_the_committed_events_of_its_instance_only(
+        viewer: Any, instance: WorkflowInstance, monkeypatch: Any) -> None:
+    # No poll during the test: what arrives came through the workers' notices on Redis.
+    monkeypatch.setattr(live_relay, "POLL_S", 3600.0)
     headers = session_headers(viewer)
-    layer = get_channel_layer()
-    group = f"instance.{instance.pk}"
+    other = runtime.start_instance(instance.version, {"n": 2})
     instance.refresh_from_db()
     last_seq = instance.event_seq
-
-    async def members() -> int:
-        # channels-redis keeps a group as a sorted set of channel names.
-        return int(await layer.connection(layer.consistent_hash(group)).zcard(layer._group_key(group)))
 
     async def go() -> None:
         comm = WebsocketCommunicator(application, f"/ws/instances/{instance.pk}/", headers=headers)
@@ -129,49 +111,48 @@ def test_a_viewer_joins_the_instance_group_and_receives_its_committed_events(
         assert connected
         hello = await comm.receive_json_from(timeout=5)
         assert hello == {"type": "hello", "instance": instance.pk, "last_seq": last_seq}
-        assert await members() == 1
+        await asyncio.wait_for(get_relay().subscribed.wait(), timeout=5)
+        assert subscribers() == 1
 
         # Another instance's events do not reach this socket.
-        await layer.group_send(f"instance.{instance.pk + 1000}", {"type": "workflow.event", "event": {"seq": 1}})
+        await database_sync_to_async(runtime.cancel_instance)(other.pk, "stop")
         assert await comm.receive_nothing(timeout=0.3)
 
-        # A real transition, committed by the runtime and published after commit by workflows/live.py.
-        from channels.db import database_sync_to_async
-
+        # A real transition, committed by the runtime and announced after commit by workflows/live.py.
         await database_sync_to_async(runtime.cancel_instance)(instance.pk, "stop")
-        seen = []
-        while not seen or seen[-1]["type"] != "instance_cancelled":
-            message = await comm.receive_json_from(timeout=5)
-            assert message["type"] == "event"
-            seen.append(message["event"])
+        seen = await receive_until(comm, "instance_cancelled")
         assert [e["seq"] for e in seen] == list(range(last_seq + 1, last_seq + 1 + len(seen)))
         assert {e["instance"] for e in seen} == {instance.pk}
         assert seen[0]["type"] == "step_cancelled" and seen[0]["node"] == "work"
+        assert await comm.receive_nothing(timeout=0.3)  # each event once
 
         await comm.send_json_to({"type": "ping"})
         assert await comm.receive_json_from(timeout=5) == {"type": "pong"}
         await comm.disconnect()
-        assert await members() == 0
+        # The last socket gone, the process's relay unsubscribes.
+        for _ in range(50):
+            if subscribers() == 0:
+                break
+            await asyncio.sleep(0.05)
+        assert subscribers() == 0
 
     run(go)
 
 
-def test_the_dashboard_socket_coalesces_events_into_change_notices(viewer: Any) -> None:
+def test_the_dashboard_socket_coalesces_notices_into_change_notices(viewer: Any) -> None:
     headers = session_headers(viewer)
-    layer = get_channel_layer()
 
     async def go() -> None:
         comm = WebsocketCommunicator(application, "/ws/dashboard/", headers=headers)
         connected, _ = await comm.connect()
         assert connected
         assert await comm.receive_json_from(timeout=5) == {"type": "hello"}
-        for seq in range(1, 6):
-            kind = "instance_started" if seq == 1 else "step_succeeded"
-            await layer.group_send("dashboard", {"type": "workflow.event",
-                                                 "event": {"instance": 7 + seq % 2, "seq": seq, "type": kind}})
+        await asyncio.wait_for(get_relay().subscribed.wait(), timeout=5)
+        # What workers publish after their commits: instance 7 committed 1..3, instance 8 1, then 7 4..5.
+        for instance_id, first, last in ((7, 1, 3), (8, 1, 1), (7, 4, 5)):
+            live.publish_commit(instance_id, first, last)
         notice = await comm.receive_json_from(timeout=5)
-        assert notice == {"type": "changes", "events": {"instance_started": 1, "step_succeeded": 4},
-                          "instances": [7, 8]}
+        assert notice == {"type": "changes", "events": 6, "instances": [7, 8]}
         assert await comm.receive_nothing(timeout=0.8)
         await comm.disconnect()
 

@@ -51,7 +51,7 @@ def captured(monkeypatch: pytest.MonkeyPatch) -> Captured:
 
     seen = Captured()
     monkeypatch.setattr(dispatch, "enqueue_steps", seen.enqueue_steps)
-    monkeypatch.setattr(live, "publish", seen.publish)
+    monkeypatch.setattr(live, "publish_commit", seen.publish_commit)
     monkeypatch.setattr(loop, "keeper", _NoKeeper())
     # The llm node consults its breaker from a thread (another connection); a closed breaker says yes.
     monkeypatch.setattr(DatabaseBreaker, "allow", lambda self: True)

@@ -40,24 +40,24 @@ class Clock:
 
 @dataclass
 class Captured:
-    """What the runtime handed to dispatch.enqueue_steps and live.publish."""
+    """What the runtime handed to dispatch.enqueue_steps and live.publish_commit."""
 
     queue: list[tuple[int, str]] = field(default_factory=list)  # not yet taken by the driver
     dispatched: list[tuple[int, str]] = field(default_factory=list)  # every job, in order
-    messages: list[dict[str, Any]] = field(default_factory=list)
+    announced: list[tuple[int, int, int]] = field(default_factory=list)  # (instance, first seq, last seq)
 
     def enqueue_steps(self, items: list[tuple[int, str]], **options: Any) -> int:
         self.queue += items
         self.dispatched += items
         return len(items)
 
-    def publish(self, messages: list[dict[str, Any]]) -> None:
-        self.messages += messages
+    def publish_commit(self, instance_id: int, first_seq: int, last_seq: int) -> None:
+        self.announced.append((instance_id, first_seq, last_seq))
 
     def reset(self) -> None:
         self.queue.clear()
         self.dispatched.clear()
-        self.messages.clear()
+        self.announced.clear()
 
 
 class Driver:
@@ -249,10 +249,8 @@ def snapshot(instance_id: int, captured: Captured | None = None) -> dict[str, An
     if captured is not None:
         shot["jobs"] = [(label.get(step_id, step_id), queue) for step_id, queue in captured.dispatched
                         if step_id in label]
-        shot["messages"] = [{
-            "seq": m["seq"], "type": m["type"], "node": m["node"], "step": label.get(m["step"], m["step"]),
-            "payload": norm(m["payload"]), "at": m["at"],
-        } for m in captured.messages if m["instance"] == instance_id]
+        # The live view is told each commit's range of event seqs (it reads the events from the log).
+        shot["announced"] = [(first, last) for instance, first, last in captured.announced if instance == instance_id]
     return shot
 
 

@@ -3,7 +3,8 @@
 Each scenario runs once per store, from the same clock, counters and random seed, in a committed
 database (`transactional_db`), so on PostgreSQL the SQL store commits outcomes on its one-round-trip
 path (checked with a spy), and the snapshots of the two runs (steps, events, checkpoints, instance,
-review items, jobs enqueued and live messages, ids replaced by what they stand for) must be equal.
+review items, jobs enqueued and the commits announced to the live view, ids replaced by what they
+stand for) must be equal.
 """
 
 from __future__ import annotations

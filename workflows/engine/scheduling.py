@@ -1,6 +1,6 @@
 """Scheduling decisions: which nodes a finished step activates, joins, dead paths, loop breaking.
 
-Pure functions over a Graph and a small JSON-able state; the executor applies the decision inside
+Pure functions over a Graph and a small JSON-able state; the runtime applies the decision inside
 the transaction that commits the step, with the instance row locked (joins must not race).
 
 Join semantics (dead-path elimination, as in BPMN engines):

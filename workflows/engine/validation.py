@@ -34,7 +34,7 @@ _RETRY_SHAPE: dict[str, Any] = {
     },
 }
 _TIMEOUT_SHAPE = limits.number(None, limits.MAX_STEP_TIMEOUT_S, exclusive_minimum=0)
-# A compensation is a registered function's name, or a node of its own (executor.compensation_node).
+# A compensation is a registered function's name, or a node of its own (runtime.compensation_node).
 _COMPENSATE_SHAPE: dict[str, Any] = {
     "type": ["object", "string", "null"],
     "properties": {

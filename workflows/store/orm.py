@@ -24,13 +24,6 @@ class StaleWrite(Exception):
     transaction is rolled back; the runtime treats it as a lost lease or a lost race."""
 
 
-def message(instance_id: int, seq: int, type_: str, node_id: str, step_id: int | None,
-            payload: dict[str, Any], at: datetime) -> dict[str, Any]:
-    """An event as the live view receives it (the same shape as Event.as_message())."""
-    return {"instance": instance_id, "seq": seq, "type": type_, "node": node_id, "step": step_id,
-            "payload": payload, "at": at.isoformat()}
-
-
 STALE_RETRIES = 3
 # decide(instance, ids of the steps whose leases held) -> (the unit of work, what to return)
 Decide = Callable[[WorkflowInstance, set[int]], tuple[UnitOfWork, Any]]
@@ -241,32 +234,34 @@ class OrmStore:
             from workflows import dispatch
 
             self.on_commit(lambda: dispatch.enqueue_steps(jobs, batch=True))
-        if unit.events:
+        announced = self.announced(unit)
+        if announced is not None:
             from workflows import live
 
-            messages = self.messages(unit)
-            self.on_commit(lambda: live.publish(messages))
+            self.on_commit(lambda: live.publish_commit(*announced))
 
     def after_commit_many(self, units: list[UnitOfWork]) -> None:
         """The effects of several units: all their jobs in one enqueue (no batching across instances)."""
         from workflows import dispatch, live
 
         jobs = [job for unit in units for job in unit.jobs()]
-        published = [self.messages(unit) for unit in units if unit.events]
+        announced = [a for a in (self.announced(unit) for unit in units) if a is not None]
 
         def effects() -> None:
             if jobs:
                 dispatch.enqueue_steps(jobs)
-            for messages in published:
-                live.publish(messages)
+            for notice in announced:
+                live.publish_commit(*notice)
 
         self.on_commit(effects)
 
     @staticmethod
-    def messages(unit: UnitOfWork) -> list[dict[str, Any]]:
-        inst = unit.instance
-        return [message(inst.pk, e.seq, e.type, e.node_id, e.step.pk if e.step is not None else None,
-                        unit.event_payload(e), unit.now) for e in unit.events]
+    def announced(unit: UnitOfWork) -> tuple[int, int, int] | None:
+        """What the live view is told after the commit: the instance and its new events' seq range
+        (the web process reads the events themselves from the log)."""
+        if not unit.events:
+            return None
+        return unit.instance.pk, unit.events[0].seq, unit.events[-1].seq
 
 
 def loads(value: Any) -> Any:

@@ -21,7 +21,7 @@ from django.db import connection
 from workflows.models import StepRun, WorkflowInstance
 from workflows.runtime.unit import UnitOfWork
 from workflows.store import statements as sql
-from workflows.store.orm import OrmStore, StaleWrite, loads, message
+from workflows.store.orm import OrmStore, StaleWrite, loads
 
 CANONICAL = {"sort_keys": True, "separators": (",", ":"), "default": str}
 
@@ -136,15 +136,11 @@ class SqlStore(OrmStore):
         self.publish_started_many(instance, [step], now)
 
     def publish_started_many(self, instance: WorkflowInstance, steps: list[StepRun], now: datetime) -> None:
-        """The live view's copy of the step_started events a one-statement claim wrote (numbered in
+        """Tell the live view about the step_started events a one-statement claim wrote (numbered in
         step id order, ending at the instance's event seq)."""
         from workflows import live
 
-        first = instance.event_seq - len(steps) + 1
-        live.publish([message(instance.pk, first + n, "step_started", step.node_id, step.pk,
-                              {"visit": step.visit, "attempt": step.attempt, "worker": step.worker,
-                               "queue": step.queue}, now)
-                      for n, step in enumerate(steps)])
+        live.publish_commit(instance.pk, instance.event_seq - len(steps) + 1, instance.event_seq)
 
     # --- Writing a unit of work -------------------------------------------------------------------
 
