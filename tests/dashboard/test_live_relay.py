@@ -83,7 +83,7 @@ def test_an_event_whose_notice_was_lost_arrives_with_the_next_notice(
     async def go() -> None:
         comm = await open_socket(instance, headers)
         with monkeypatch.context() as lost:
-            lost.setattr(live, "publish", lambda messages: None)  # this commit's notice never leaves
+            lost.setattr(live, "publish_commit", lambda *notice: None)  # this commit's notice never leaves
             claim = await database_sync_to_async(claim_work)(instance.pk)
         assert await comm.receive_nothing(timeout=0.3)
         await database_sync_to_async(finish_work)(claim)
