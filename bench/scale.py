@@ -21,6 +21,7 @@ from bench.harness import Cluster, note
 from bench.measure import CpuMeter, emit, load_average, set_default_workers
 from bench.seed import seed_history
 from workflows.engine.statuses import InstanceStatus
+from workflows.executor import start_instance
 from workflows.models import WorkflowInstance, WorkflowVersion
 
 
@@ -69,10 +70,11 @@ def run_w1_scale(args: argparse.Namespace, cluster: Cluster, chain: WorkflowVers
     base = measured_w1(cluster, chain, args.chains, check)
     big = measured_w1(cluster, chain, args.scale_chains, check)
 
-    template = (WorkflowInstance.objects.filter(version=chain, status=InstanceStatus.COMPLETED)
-                .order_by("-id").values_list("id", flat=True).first())
-    if template is None:
-        raise RuntimeError("W1-scale: no completed chain to copy as history")
+    # The template: one chain run alone, so its rows have contiguous ids (those of concurrent chains
+    # interleave) and the copies' ids stay dense.
+    template = start_instance(chain, {"n": -1}).pk
+    if wl.wait_settled([template], 60, check=check).get(InstanceStatus.COMPLETED) != 1:
+        raise RuntimeError("W1-scale: the template chain did not complete")
     note(f"W1-scale: seeding {args.history:,} finished instances (copies of instance {template}) ...")
     seeded = seed_history(template, args.history)
     note(f"W1-scale: seeded {seeded.total_rows:,} rows {seeded.rows} in {seeded.seconds:.1f} s "

@@ -67,7 +67,9 @@ def _q(name: str) -> str:
 def _series(low: int, high: int) -> str:
     """A FROM item named g with one integer column n, low..high."""
     if connection.vendor == "postgresql":
-        return f"generate_series({int(low)}, {int(high)}) AS g(n)"
+        # bigint: with a template whose rows are spread out (ids interleaved with other instances'),
+        # copy number x id span passes 2^31.
+        return f"generate_series({int(low)}::bigint, {int(high)}::bigint) AS g(n)"
     return (f"(WITH RECURSIVE s(n) AS (SELECT {int(low)} UNION ALL SELECT n + 1 FROM s WHERE n < {int(high)}) "
             f"SELECT n FROM s) AS g")
 
@@ -182,7 +184,8 @@ def _skip_pg_fk_triggers() -> None:
 def seed_history(template_id: int, count: int, chunk: int = 5000, spacing_s: int = 3) -> SeedResult:
     """Insert `count` copies of the finished instance `template_id` (with its steps, events and
     checkpoints), `chunk` copies per transaction. Nothing else may create rows in these tables while
-    it runs (the ids are allocated from the current maxima)."""
+    it runs (the ids are allocated from the current maxima). A template that ran alone has
+    contiguous ids per table, so the copies' ids are dense too."""
     template = WorkflowInstance.objects.get(pk=template_id)
     if template.finished_at is None:
         raise ValueError(f"instance {template_id} has not finished: seed from a finished one")
