@@ -81,8 +81,10 @@ class CpuMeter:
         if connection.vendor != "postgresql":
             return []
         with connection.cursor() as cur:
+            # Client backends only: an autovacuum worker on the same database (after W1-scale's
+            # bulk insert) is not the workload's cost.
             cur.execute("SELECT pid FROM pg_stat_activity WHERE datname = current_database() "
-                        "AND pid <> pg_backend_pid()")
+                        "AND pid <> pg_backend_pid() AND backend_type = 'client backend'")
             return [row[0] for row in cur.fetchall()]
 
     def __enter__(self) -> CpuMeter:

@@ -17,7 +17,7 @@ from collections.abc import Callable
 from typing import Any
 
 from bench import workloads as wl
-from bench.harness import Cluster, note
+from bench.harness import Cluster, cpu_seconds, note
 from bench.measure import CpuMeter, emit, load_average, set_default_workers
 from bench.seed import seed_history
 from workflows.engine.statuses import InstanceStatus
@@ -26,10 +26,18 @@ from workflows.models import WorkflowInstance, WorkflowVersion
 
 
 def measured_w1(cluster: Cluster, chain: WorkflowVersion, chains: int, check: Callable[[], None]) -> dict[str, Any]:
-    """One W1 throughput run with the CPU of the `default` workers (and database backends) per step."""
+    """One W1 throughput run with the CPU of the `default` workers (and database backends) per step,
+    and of the scheduler: its reconciler looks at every step queued for longer than
+    REDISPATCH_AFTER_S on each tick, which a 2,000-chain backlog makes it do for a minute or more,
+    on the same 2 cores as the workers."""
+    scheduler = cluster.pids("scheduler")
+    before = cpu_seconds(scheduler)
     with CpuMeter(cluster, prefix="worker-default-") as cpu:
         result = wl.w1_throughput(chain, chains, check)
-    return {**result, **cpu.per_step(max(result["steps"], 1))}
+    steps = max(result["steps"], 1)
+    scheduler_ms = round((cpu_seconds(scheduler) - before) / steps * 1000, 3)
+    note(f"CPU per step: scheduler {scheduler_ms} ms")
+    return {**result, **cpu.per_step(steps), "scheduler_cpu_ms_per_step": scheduler_ms}
 
 
 def _ratio(value: float, reference: float) -> float | None:
@@ -53,7 +61,7 @@ def run_workers(args: argparse.Namespace, cluster: Cluster, chain: WorkflowVersi
     set_default_workers(cluster, args.workers)
     line: dict[str, Any] = {"workload": "workers", "db": db_kind, "chains": args.chains,
                             "steps_per_s": {k: r["steps_per_s"] for k, r in runs.items()}}
-    for key in ("worker_cpu_ms_per_step", "db_cpu_ms_per_step"):
+    for key in ("worker_cpu_ms_per_step", "db_cpu_ms_per_step", "scheduler_cpu_ms_per_step"):
         if all(key in r for r in runs.values()):
             line[key] = {k: r[key] for k, r in runs.items()}
     line["completed"] = {k: r["completed"] for k, r in runs.items()}
@@ -79,7 +87,7 @@ def run_w1_scale(args: argparse.Namespace, cluster: Cluster, chain: WorkflowVers
     seeded = seed_history(template, args.history)
     note(f"W1-scale: seeded {seeded.total_rows:,} rows {seeded.rows} in {seeded.seconds:.1f} s "
          f"({seeded.total_rows / seeded.seconds:,.0f} rows/s"
-         + (f", of which ANALYZE {seeded.analyze_s:.1f} s" if seeded.analyze_s else "") + ")")
+         + (f", of which VACUUM (ANALYZE) {seeded.analyze_s:.1f} s" if seeded.analyze_s else "") + ")")
 
     wl.w1_throughput(chain, max(args.workers * 4, 10), check)  # the same warm-up after the bulk insert
     after = measured_w1(cluster, chain, args.chains, check)
@@ -95,7 +103,7 @@ def run_w1_scale(args: argparse.Namespace, cluster: Cluster, chain: WorkflowVers
         "seed_rows_per_s": round(seeded.total_rows / seeded.seconds) if seeded.seconds else None,
         "instances_in_db": WorkflowInstance.objects.count(),
     }
-    for key in ("worker_cpu_ms_per_step", "db_cpu_ms_per_step"):
+    for key in ("worker_cpu_ms_per_step", "db_cpu_ms_per_step", "scheduler_cpu_ms_per_step"):
         if key in base and key in big and key in after:
             line[key] = {"base": base[key], "scale": big[key], "history": after[key]}
     line["completed"] = {"base": base["completed"], "scale": big["completed"], "history": after["completed"]}
