@@ -132,8 +132,8 @@ def main(argv: list[str]) -> int:
         django.setup()
         RUN["store"] = engine_store()
         if args.store and RUN["store"] != args.store:
-            note(f"--store {args.store} asked, but this engine reports store {RUN['store']!r} "
-                 "(settings.STEADYFLOW has no STORE): the lines say what ran")
+            note(f"--store {args.store} asked, but the engine's settings say {RUN['store']!r} (an engine "
+                 "without settings.STEADYFLOW['STORE'] ignores STEADYFLOW_STORE): the lines say what ran")
         note(f"store: {RUN['store']}")
         failed = run(args, cluster, db.kind)
     except KeyboardInterrupt:
