@@ -6,6 +6,13 @@
     W3  300 instances of one `llm` step against a local OpenAI-compatible server that answers after
         2.0 s: wall time from the first start to the last completion
     live  bench/live.py's workload, when that module exists
+    workers   W1's 200 chains with 1, 2 and 4 `default` worker processes: steps/s
+    W1-scale  (opt-in) W1 with 2,000 chains, and W1 again over 100,000 seeded finished instances:
+              steps/s against a 200-chain run made just before (target: within 10%)
+
+`--only W1-scale,workers` runs the scale lines alone, `--only all` everything. Every line starts
+with "load" (the 1-minute load average when the workload began) and carries "store" (the engine's
+settings.STEADYFLOW["STORE"]; --store sets STEADYFLOW_STORE for every process).
 
 Everything runs on a throwaway database (PostgreSQL when DATABASE_URL points there, else SQLite),
 a private Redis and real worker processes: two `run_worker default`, `run_worker ai` for W3 and
@@ -27,33 +34,33 @@ import traceback
 from pathlib import Path
 from typing import Any
 
-from bench.harness import (
-    ROOT,
-    Cluster,
-    LockSampler,
-    cpu_seconds,
-    make_database,
-    note,
-    redact,
-    wait_until,
-)
+from bench.harness import ROOT, Cluster, make_database, note, redact, wait_until
+from bench.measure import RUN, CpuMeter, emit, engine_store, load_average, wait_workers
 
-WORKLOADS = ("W1", "W2", "W3", "live")
-DB_URL: list[str] = []  # the throwaway database's URL, once made
+DEFAULT_WORKLOADS = ("W1", "W2", "W3", "live", "workers")
+# Opt-in: 2,000 chains and seeding 100,000 instances add 2.5-8 minutes here, depending on the load.
+EXTRA_WORKLOADS = ("W1-scale",)
+WORKLOADS = DEFAULT_WORKLOADS + EXTRA_WORKLOADS
 LLM_DELAY_S = 2.0
-
-
-def emit(line: dict[str, Any]) -> None:
-    print(json.dumps(line), flush=True)
 
 
 def parse_args(argv: list[str]) -> argparse.Namespace:
     parser = argparse.ArgumentParser(prog="python -m bench", description=__doc__,
                                      formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--only", default=",".join(WORKLOADS),
-                        help="comma-separated workloads to run (default: all): " + ", ".join(WORKLOADS))
+    parser.add_argument("--only", default=",".join(DEFAULT_WORKLOADS),
+                        help=f"comma-separated workloads to run, or `all` (default: {','.join(DEFAULT_WORKLOADS)}; "
+                             f"opt-in: {', '.join(EXTRA_WORKLOADS)})")
+    parser.add_argument("--store", choices=("sql", "orm"),
+                        help="the engine's storage implementation: sets STEADYFLOW_STORE for every process "
+                             "(default: the environment's, else the engine's default)")
     parser.add_argument("--workers", type=int, default=2, help="`default` worker processes (default 2)")
+    parser.add_argument("--worker-counts", default="1,2,4",
+                        help="`workers`: the pool sizes to run W1 with (default 1,2,4)")
     parser.add_argument("--chains", type=int, default=200, help="W1 chains (default 200)")
+    parser.add_argument("--scale-chains", type=int, default=2000,
+                        help="W1-scale: the large run's chains (default 2000)")
+    parser.add_argument("--history", type=int, default=100_000,
+                        help="W1-scale: finished instances seeded before the last run (default 100000)")
     parser.add_argument("--length", type=int, default=10, help="W1 steps per chain (default 10)")
     parser.add_argument("--serial", type=int, default=30, help="W1 chains run one at a time (default 30)")
     parser.add_argument("--fanout", type=int, default=50, help="W2 workflows (default 50)")
@@ -72,6 +79,14 @@ def parse_args(argv: list[str]) -> argparse.Namespace:
         except ValueError as exc:
             parser.error(f"--pg-options is not JSON: {exc}")
     args.only = [w.strip() for w in args.only.split(",") if w.strip()]
+    if args.only == ["all"]:
+        args.only = list(WORKLOADS)
+    try:
+        args.worker_counts = [int(n) for n in args.worker_counts.split(",") if n.strip()]
+    except ValueError:
+        parser.error(f"--worker-counts is not a list of integers: {args.worker_counts!r}")
+    if not args.worker_counts or min(args.worker_counts) < 1:
+        parser.error("--worker-counts needs pool sizes of at least 1")
     unknown = set(args.only) - set(WORKLOADS)
     if unknown:
         parser.error(f"unknown workload(s): {', '.join(sorted(unknown))} (choose from {', '.join(WORKLOADS)})")
@@ -90,7 +105,7 @@ def main(argv: list[str]) -> int:
     # Ctrl-C must unwind too, even when started from a shell that ignores SIGINT in background jobs.
     signal.signal(signal.SIGINT, signal.default_int_handler)
     tmpdir, db = make_database(os.environ.get("DATABASE_URL"))
-    DB_URL.append(db.url)
+    RUN["db_url"] = db.url
     cluster = Cluster(env={}, logdir=Path(tmpdir), profile_workers=args.profile_workers)
     failed = False
     try:
@@ -106,6 +121,8 @@ def main(argv: list[str]) -> int:
             # Production settings refuse to start without one (DEBUG would log every query).
             "SECRET_KEY": os.environ.get("SECRET_KEY") or secrets.token_urlsafe(50),
         })
+        if args.store:
+            env["STEADYFLOW_STORE"] = args.store
         cluster.env = env
         note(f"database: {db.kind} ({redact(db.url)}), redis: {redis_url}, logs: {tmpdir}"
              + (f", connection OPTIONS +{args.pg_options}" if args.pg_options else ""))
@@ -116,6 +133,11 @@ def main(argv: list[str]) -> int:
         import django
 
         django.setup()
+        RUN["store"] = engine_store()
+        if args.store and RUN["store"] != args.store:
+            note(f"--store {args.store} asked, but the engine's settings say {RUN['store']!r} (an engine "
+                 "without settings.STEADYFLOW['STORE'] ignores STEADYFLOW_STORE): the lines say what ran")
+        note(f"store: {RUN['store']}")
         failed = run(args, cluster, db.kind)
     except KeyboardInterrupt:
         note("interrupted: stopping")
@@ -137,64 +159,6 @@ def main(argv: list[str]) -> int:
     return 1 if failed else 0
 
 
-def _wait_workers(queue: str, count: int, cluster: Cluster) -> None:
-    import django_rq
-    from rq import Worker
-
-    conn = django_rq.get_connection("default")
-
-    def ready() -> bool:
-        return sum(1 for w in Worker.all(connection=conn) if queue in w.queue_names()) >= count
-
-    wait_until(ready, 60, f"{count} worker(s) on the {queue} queue", interval=0.1, check=cluster.check_alive)
-
-
-class CpuMeter:
-    """CPU time the worker processes (and, on PostgreSQL, their server backends) spend on a workload,
-    per step: a figure that other load on the machine moves much less than the wall-clock ones."""
-
-    def __init__(self, cluster: Cluster, prefix: str = "worker-") -> None:
-        from django.db import connection
-
-        self.cluster = cluster
-        self.prefix = prefix
-        # On PostgreSQL, also sample what the backends wait on (a diagnostic, on stderr only).
-        self.sampler = LockSampler(DB_URL[0]) if connection.vendor == "postgresql" and DB_URL else None
-
-    def _backends(self) -> list[int]:
-        from django.db import connection
-
-        if connection.vendor != "postgresql":
-            return []
-        with connection.cursor() as cur:
-            cur.execute("SELECT pid FROM pg_stat_activity WHERE datname = current_database() "
-                        "AND pid <> pg_backend_pid()")
-            return [row[0] for row in cur.fetchall()]
-
-    def __enter__(self) -> CpuMeter:
-        self.workers = self.cluster.pids(self.prefix)
-        self.backends = self._backends()
-        self.start = (cpu_seconds(self.workers), cpu_seconds(self.backends))
-        if self.sampler:
-            self.sampler.__enter__()
-        return self
-
-    def __exit__(self, *exc: object) -> None:
-        if self.sampler:
-            self.sampler.__exit__()
-            note(f"PostgreSQL {self.sampler.summary()}")
-        self.backends = sorted(set(self.backends) | set(self._backends()))
-        self.worker_s = cpu_seconds(self.workers) - self.start[0]
-        self.db_s = cpu_seconds(self.backends) - self.start[1]
-
-    def per_step(self, steps: int) -> dict[str, float]:
-        figures = {"worker_cpu_ms_per_step": round(self.worker_s / steps * 1000, 3)}
-        if self.backends:
-            figures["db_cpu_ms_per_step"] = round(self.db_s / steps * 1000, 3)
-        note("CPU per step: " + ", ".join(f"{k.removesuffix('_ms_per_step')} {v} ms" for k, v in figures.items()))
-        return figures
-
-
 def run(args: argparse.Namespace, cluster: Cluster, db_kind: str) -> bool:
     """Run the chosen workloads. True when one of them failed."""
     from bench import workloads as wl
@@ -204,16 +168,17 @@ def run(args: argparse.Namespace, cluster: Cluster, db_kind: str) -> bool:
     check = cluster.check_alive
     # Context for reading the figures: on a shared machine both vary a lot from minute to minute.
     latency = commit_latency_ms()
-    note(f"load average {os.getloadavg()[0]:.2f} on {os.cpu_count()} CPUs"
+    note(f"load average {' '.join(f'{x:.2f}' for x in os.getloadavg())} on {os.cpu_count()} CPUs"
          + (f"; a one-row durable UPDATE + COMMIT takes {latency} ms (median)" if latency is not None else ""))
     cluster.manage("scheduler", "run_scheduler")
     cluster.manage("worker-default-1", "run_worker", "default", "--name", "bench-default-1")
-    _wait_workers("default", 1, cluster)
+    wait_workers("default", 1, cluster)
+    chain = wl.version_for("bench-chain", wl.chain_graph(args.length))
 
     serial: dict[str, Any] | None = None
+    w1_load = load_average()
     if "W1" in args.only:
         try:
-            chain = wl.version_for("bench-chain", wl.chain_graph(args.length))
             wl.w1_serial(chain, 3, args.length, check)  # warm-up: graph cache, connections, plans
             serial = wl.w1_serial(chain, args.serial, args.length, check)
         except Exception:  # noqa: BLE001 - one workload failing must not hide the others
@@ -221,7 +186,7 @@ def run(args: argparse.Namespace, cluster: Cluster, db_kind: str) -> bool:
             failed = True
     for i in range(2, args.workers + 1):
         cluster.manage(f"worker-default-{i}", "run_worker", "default", "--name", f"bench-default-{i}")
-    _wait_workers("default", args.workers, cluster)
+    wait_workers("default", args.workers, cluster)
 
     if serial is not None:
         try:
@@ -230,7 +195,8 @@ def run(args: argparse.Namespace, cluster: Cluster, db_kind: str) -> bool:
                 through = wl.w1_throughput(chain, args.chains, check)
             emit({"workload": "W1", "steps_per_s": through["steps_per_s"], "per_step_ms": serial["per_step_ms"],
                   "db": db_kind, "workers": args.workers, "chains": args.chains, "steps": through["steps"],
-                  "wall_s": through["wall_s"], "completed": through["completed"], **cpu.per_step(through["steps"])})
+                  "wall_s": through["wall_s"], "completed": through["completed"], **cpu.per_step(through["steps"])},
+                 w1_load)
             failed |= through["completed"] != args.chains
         except Exception:  # noqa: BLE001
             traceback.print_exc(file=sys.stderr)
@@ -238,12 +204,13 @@ def run(args: argparse.Namespace, cluster: Cluster, db_kind: str) -> bool:
 
     if "W2" in args.only:
         try:
+            load = load_average()
             fan = wl.version_for("bench-fanout", wl.fanout_graph(args.width))
             with CpuMeter(cluster) as cpu:
                 w2 = wl.w2_fanout(fan, args.fanout, check)
             emit({"workload": "W2", "workflows_per_s": w2["workflows_per_s"], "db": db_kind,
                   "workers": args.workers, "workflows": args.fanout, "steps": w2["steps"],
-                  "wall_s": w2["wall_s"], "completed": w2["completed"], **cpu.per_step(w2["steps"])})
+                  "wall_s": w2["wall_s"], "completed": w2["completed"], **cpu.per_step(w2["steps"])}, load)
             failed |= w2["completed"] != args.fanout
         except Exception:  # noqa: BLE001
             traceback.print_exc(file=sys.stderr)
@@ -258,6 +225,17 @@ def run(args: argparse.Namespace, cluster: Cluster, db_kind: str) -> bool:
 
     if "live" in args.only:
         failed |= not run_live()
+
+    # Last, and W1-scale after workers: the seeded history stays in the database.
+    from bench import scale
+
+    for name, workload in (("workers", scale.run_workers), ("W1-scale", scale.run_w1_scale)):
+        if name in args.only:
+            try:
+                failed |= not workload(args, cluster, chain, db_kind, check)
+            except Exception:  # noqa: BLE001
+                traceback.print_exc(file=sys.stderr)
+                failed = True
     return failed
 
 
@@ -273,14 +251,15 @@ def run_w3(args: argparse.Namespace, cluster: Cluster, db_kind: str) -> bool:
     base_url = start_llm_server(cluster, LLM_DELAY_S)
     cluster.manage("worker-ai", "run_worker", "ai", "--name", "bench-ai",
                    env={"STEADYFLOW_LLM_BASE_URL": base_url})
-    _wait_workers("ai", 1, cluster)
+    wait_workers("ai", 1, cluster)
+    load = load_average()
     version = wl.version_for("bench-llm", wl.llm_graph())
     wl.w3_llm(version, 2, cluster.check_alive)  # warm-up: the consumer's HTTP session and DB connection
     time.sleep(0.2)
     with CpuMeter(cluster, prefix="worker-ai") as cpu:
         w3 = wl.w3_llm(version, args.llm, cluster.check_alive)
     emit({"workload": "W3", "wall_s": w3["wall_s"], "db": db_kind, "instances": args.llm,
-          "llm_delay_s": LLM_DELAY_S, "completed": w3["completed"], **cpu.per_step(args.llm)})
+          "llm_delay_s": LLM_DELAY_S, "completed": w3["completed"], **cpu.per_step(args.llm)}, load)
     return w3["completed"] == args.llm
 
 
@@ -309,7 +288,8 @@ def run_live() -> bool:
     try:
         from bench import live
 
-        emit(live.run())
+        load = load_average()
+        emit(live.run(), load)
         return True
     except Exception:  # noqa: BLE001
         traceback.print_exc(file=sys.stderr)
