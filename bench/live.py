@@ -154,16 +154,17 @@ def run() -> dict[str, Any]:
             page.wait_for_url(lambda url: "/accounts/login/" not in url)
             instance.refresh_from_db()
             page.goto(f"/instances/{instance.pk}/")
-            page.wait_for_function("window.steadyflowLive && document.getElementById('conn').dataset.state"
-                                   f" === 'live' && steadyflowLive.store.lastSeq >= {instance.event_seq}",
+            # Functions, not expression strings: the page's CSP forbids evaluating strings.
+            page.wait_for_function("seq => window.steadyflowLive && document.getElementById('conn').dataset.state"
+                                   " === 'live' && steadyflowLive.store.lastSeq >= seq", arg=instance.event_seq,
                                    timeout=30_000)
             _note(f"watching instance {instance.pk} ({NODES} steps) at http://127.0.0.1:{port}")
             _commit_steps(instance.pk, committed)
             last = max(committed)
-            page.wait_for_function(f"steadyflowLive.paints.has({last})", timeout=30_000)
-            paints = {int(k): float(v) for k, v in page.evaluate("Array.from(steadyflowLive.paints.entries())")}
+            page.wait_for_function("seq => steadyflowLive.paints.has(seq)", arg=last, timeout=30_000)
+            paints = {int(k): float(v) for k, v in page.evaluate("() => Array.from(steadyflowLive.paints.entries())")}
             received = {int(k): float(v)
-                        for k, v in page.evaluate("Array.from(steadyflowLive.received.entries())")}
+                        for k, v in page.evaluate("() => Array.from(steadyflowLive.received.entries())")}
             browser.close()
     finally:
         if previous is None:
