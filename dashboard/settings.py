@@ -84,7 +84,9 @@ if _db["ENGINE"] == "django.db.backends.sqlite3":
     _db["OPTIONS"] = {
         "timeout": 20,
         "transaction_mode": "IMMEDIATE",
-        "init_command": "PRAGMA journal_mode=WAL; PRAGMA synchronous=NORMAL;",
+        # 32 MiB of page cache per connection (the default, 2 MiB, makes every write into a large
+        # history read index pages back from the OS: W1 over 100,000 finished instances cost +24% CPU).
+        "init_command": "PRAGMA journal_mode=WAL; PRAGMA synchronous=NORMAL; PRAGMA cache_size=-32768;",
     }
     # Worker processes started by tests must see the test database, so it is a file, not :memory:.
     _db["TEST"] = {"NAME": str(VAR_DIR / "test.sqlite3")}
