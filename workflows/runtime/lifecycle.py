@@ -39,7 +39,7 @@ from workflows.runtime.config import (
 )
 from workflows.runtime.records import Claim, Outcome, StepOutputs
 from workflows.runtime.unit import UnitOfWork
-from workflows.store.orm import FinishRequest
+from workflows.store.orm import FinishRequest, is_spent
 
 log = logging.getLogger("steadyflow.runtime")
 
@@ -212,6 +212,8 @@ class _Finishing:
         claims = self.claims
         first = claims[0]
         fresh = first.instance if all(c.fresh and c.instance is first.instance for c in claims) else None
+        if fresh is not None and is_spent(fresh):
+            fresh = None
         return FinishRequest(first.instance.pk, [(c.step.pk, c.token) for c in claims], self.decide, fresh)
 
     def restore(self) -> None:

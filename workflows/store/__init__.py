@@ -8,7 +8,7 @@ hot path. `get_store()` picks one by STEADYFLOW["STORE"] and the database:
 
 from __future__ import annotations
 
-from workflows.store.orm import OrmStore, StaleWrite
+from workflows.store.orm import OrmStore, StaleWrite, is_spent, mark_spent
 
 _stores: dict[tuple[str, str], OrmStore] = {}
 
@@ -39,4 +39,4 @@ def _make(choice: str, vendor: str) -> OrmStore:
     return OrmStore()
 
 
-__all__ = ["OrmStore", "StaleWrite", "get_store"]
+__all__ = ["OrmStore", "StaleWrite", "get_store", "is_spent", "mark_spent"]

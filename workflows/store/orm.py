@@ -29,6 +29,19 @@ STALE_RETRIES = 3
 Decide = Callable[[WorkflowInstance, set[int]], tuple[UnitOfWork, Any]]
 
 
+SPENT = "_steadyflow_decided_unwritten"
+
+
+def mark_spent(instance: WorkflowInstance) -> None:
+    """A decision was made on this in-memory instance and not written: it no longer matches the
+    database, so no later decision may start from it (claims of one round share the object)."""
+    instance.__dict__[SPENT] = True
+
+
+def is_spent(instance: WorkflowInstance) -> bool:
+    return bool(instance.__dict__.get(SPENT))
+
+
 @dataclass
 class FinishRequest:
     """The outcomes of one instance's steps, for `finish`: the steps' leases, how to decide, and the

@@ -22,7 +22,7 @@ from django.db import DataError, connection
 from workflows.models import StepRun, WorkflowInstance
 from workflows.runtime.unit import UnitOfWork
 from workflows.store import statements as sql
-from workflows.store.orm import Decide, FinishRequest, StaleWrite
+from workflows.store.orm import Decide, FinishRequest, StaleWrite, is_spent, mark_spent
 from workflows.store.sql import SqlStore
 
 log = logging.getLogger("steadyflow.store")
@@ -104,12 +104,13 @@ class PostgresStore(SqlStore):
 
     def finish(self, instance_id: int, leases: list[tuple[int, str]], decide: Decide, *,
                fresh: WorkflowInstance | None = None) -> tuple[set[int], Any]:
-        if fresh is not None and not connection.in_atomic_block:
+        if fresh is not None and not connection.in_atomic_block and not is_spent(fresh):
             # Decided as if every lease held: the guarded step writes prove it, or the commit fails.
             held = {pk for pk, _ in leases}
             unit, result = decide(fresh, held)
             if not unit.new_reviews and self._commit_unlocked(unit):
                 return held, result
+            mark_spent(fresh)
         return super().finish(instance_id, leases, decide)
 
     def finish_group(self, requests: list[FinishRequest]) -> list[tuple[set[int], Any]]:
@@ -117,7 +118,8 @@ class PostgresStore(SqlStore):
         worker holds them, written in one transaction and one round trip (instances in id order, the
         lock order of every multi-instance writer). If any guard fails, the group is rolled back and
         each request is finished on its own."""
-        if len(requests) < 2 or connection.in_atomic_block or any(r.fresh is None for r in requests):
+        if len(requests) < 2 or connection.in_atomic_block or any(r.fresh is None or is_spent(r.fresh)
+                                                                   for r in requests):
             return super().finish_group(requests)
         ordered = sorted(range(len(requests)), key=lambda i: requests[i].instance_id)
         if len({requests[i].instance_id for i in ordered}) < len(ordered):
@@ -128,11 +130,18 @@ class PostgresStore(SqlStore):
             assert request.fresh is not None
             held = {pk for pk, _ in request.leases}
             unit, result = request.decide(request.fresh, held)
-            if unit.new_reviews:
-                return super().finish_group(requests)
             decided[i] = (held, unit, result)
-        if self._commit_unlocked([decided[i][1] for i in ordered]):
-            return [(decided[i][0], decided[i][2]) for i in range(len(requests))]
+            if unit.new_reviews:
+                break
+        else:
+            if self._commit_unlocked([decided[i][1] for i in ordered]):
+                return [(decided[i][0], decided[i][2]) for i in range(len(requests))]
+        # Not written: the instances decided on no longer match the database; each request is
+        # decided again under its lock.
+        for i in decided:
+            fresh = requests[i].fresh
+            assert fresh is not None
+            mark_spent(fresh)
         return [self.finish(r.instance_id, r.leases, r.decide) for r in requests]
 
     def _commit_unlocked(self, units: UnitOfWork | list[UnitOfWork]) -> bool:
