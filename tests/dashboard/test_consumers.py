@@ -11,7 +11,6 @@ from typing import Any
 import pytest
 from channels.db import database_sync_to_async
 from channels.testing import WebsocketCommunicator
-from django.contrib.auth.models import Permission
 
 from dashboard import live_relay
 from dashboard.asgi import application
@@ -24,14 +23,6 @@ from workflows.models import WorkflowInstance
 from .sockets import GRAPH, ORIGIN, receive_until, run, session_headers, subscribers
 
 pytestmark = pytest.mark.django_db(transaction=True)
-
-@pytest.fixture
-def viewer(django_user_model: Any, redis_conn: Any) -> Any:
-    user = django_user_model.objects.create_user("viewer")
-    # The permission itself: transactional tests flush the groups the data migration made.
-    user.user_permissions.add(Permission.objects.get(codename="view_workflowinstance"))
-    return user
-
 
 @pytest.fixture
 def instance(viewer: Any) -> WorkflowInstance:

@@ -32,15 +32,6 @@ ROOT = Path(__file__).resolve().parents[2]
 
 
 @pytest.fixture
-def viewer(django_user_model: Any, redis_conn: Any) -> Any:
-    from django.contrib.auth.models import Permission
-
-    user = django_user_model.objects.create_user("viewer")
-    user.user_permissions.add(Permission.objects.get(codename="view_workflowinstance"))
-    return user
-
-
-@pytest.fixture
 def instance(viewer: Any) -> WorkflowInstance:
     instance = runtime.start_instance(save_version("relay-test", GRAPH), {})
     instance.refresh_from_db()
