@@ -1,5 +1,5 @@
 """PostgreSQL: server-side prepared statements sent through psycopg's pipeline, the common claim as
-one statement (statements.PG_CLAIM_STARTED), every lease of a worker extended in one, and a step's
+one statement (statements.PG_CLAIM_BATCH), every lease of a worker extended in one, and a step's
 outcome committed in one round trip when the worker holds the instance as it last committed it.
 
 That last one: BEGIN, the instance's UPDATE guarded by the event seq the decision was made on (it
@@ -74,19 +74,9 @@ class PostgresStore(SqlStore):
                 raise StaleWrite("a step moved on while the runtime decided") from exc
             raise
 
-    def claim_started(self, step_id: int, worker: str, token: str, now: datetime,
-                      lease_until: datetime) -> tuple[StepRun, WorkflowInstance] | None:
-        # One statement in autocommit: atomic by itself, no BEGIN/COMMIT round trips.
-        row = self._one(sql.PG_CLAIM_STARTED, (step_id, worker, token, now, now, lease_until, step_id, now, now, now))
-        if row is None:
-            return None
-        split = len(sql.INSTANCE_COLUMNS)
-        instance, step = self.instance_from(row[:split]), self.step_from(row[split:])
-        self.publish_started(instance, step, now)
-        return step, instance
-
     def claim_batch(self, step_ids: list[int], worker: str, token: str, now: datetime,
                     lease_until: datetime) -> list[tuple[WorkflowInstance, list[StepRun]]]:
+        # One statement in autocommit: atomic by itself, no BEGIN/COMMIT round trips.
         with connection.wrap_database_errors:
             cursor = self.cursor()
             cursor.execute(sql.PG_CLAIM_BATCH, (step_ids, worker, token, now, now, lease_until, step_ids, now, now,

@@ -132,8 +132,12 @@ class SqlStore(OrmStore):
             return None
         return {"output": loads(row[0]) if row[0] is not None else None, "visit": row[1]}
 
-    def publish_started(self, instance: WorkflowInstance, step: StepRun, now: datetime) -> None:
-        self.publish_started_many(instance, [step], now)
+    def claim_started(self, step_id: int, worker: str, token: str, now: datetime,
+                      lease_until: datetime) -> tuple[StepRun, WorkflowInstance] | None:
+        """The batch claim of one step (the dialects' claim_batch)."""
+        for instance, steps in self.claim_batch([step_id], worker, token, now, lease_until):
+            return steps[0], instance
+        return None
 
     def publish_started_many(self, instance: WorkflowInstance, steps: list[StepRun], now: datetime) -> None:
         """Tell the live view about the step_started events a one-statement claim wrote (numbered in

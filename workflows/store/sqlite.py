@@ -16,7 +16,7 @@ from django.utils.dateparse import parse_datetime
 
 from workflows.models import StepRun, WorkflowInstance
 from workflows.store import statements as sql
-from workflows.store.sql import SqlStore
+from workflows.store.sql import SqlStore, compact
 
 MICRO = Decimal("0.000001")
 # As TolerantDecimalField reads (workflows/fields.py): any finite value SQLite holds loads, even one
@@ -64,21 +64,6 @@ class SqliteStore(SqlStore):
             cursors.append(cursor)
         return cursors
 
-    def claim_started(self, step_id: int, worker: str, token: str, now: datetime,
-                      lease_until: datetime) -> tuple[StepRun, WorkflowInstance] | None:
-        at = self.ts(now)
-        with transaction.atomic():
-            row = self._one(sql.SQLITE_CLAIM_STARTED, (worker, token, at, at, self.ts(lease_until), step_id, at))
-            if row is None:
-                return None
-            step = self.step_from(row)
-            instance = self.instance_from(self._one(sql.SQLITE_BUMP_SEQ_BY, (1, at, step.instance_id)))
-            payload = sql_payload(step)
-            self.run_batch([(sql.INSERT_EVENT, (instance.pk, instance.event_seq, "step_started", step.node_id,
-                                                step.pk, payload, instance.trace_id, at))])
-        self.publish_started(instance, step, now)
-        return step, instance
-
     def claim_batch(self, step_ids: list[int], worker: str, token: str, now: datetime,
                     lease_until: datetime) -> list[tuple[WorkflowInstance, list[StepRun]]]:
         at = self.ts(now)
@@ -95,7 +80,7 @@ class SqliteStore(SqlStore):
                 instance = self.instance_from(self._one(sql.SQLITE_BUMP_SEQ_BY, (len(steps), at, instance_id)))
                 first = instance.event_seq - len(steps) + 1
                 self.run_batch([(sql.INSERT_EVENT, (instance.pk, first + n, "step_started", step.node_id, step.pk,
-                                                    sql_payload(step), instance.trace_id, at))
+                                                    started_payload(step), instance.trace_id, at))
                                 for n, step in enumerate(steps)])
                 groups.append((instance, steps))
         for instance, steps in groups:
@@ -114,7 +99,7 @@ class SqliteStore(SqlStore):
         return extended
 
 
-def sql_payload(step: StepRun) -> str:
-    from workflows.store.sql import compact
 
+def started_payload(step: StepRun) -> str:
+    """step_started's payload, as PostgreSQL's claim builds it with jsonb_build_object."""
     return compact({"visit": step.visit, "attempt": step.attempt, "worker": step.worker, "queue": step.queue})

@@ -54,37 +54,10 @@ CLAIM_QUEUED = (
 )
 """Claim a queued step (the general path). Params: worker, token, now, now, lease until, step id."""
 
-# One statement for the common claim: lock the instance (first: the lock order of every
-# transition), claim the step if the instance may run it and has not passed its deadline, bump the
-# instance's event sequence and write the step_started event. No row: take the general path.
-PG_CLAIM_STARTED = f"""
-WITH locked AS (
-    SELECT id, status, deadline FROM {INSTANCE}
-    WHERE id = (SELECT instance_id FROM {STEP} WHERE id = %s) FOR UPDATE),
-claimed AS (
-    UPDATE {STEP} AS s SET status = 'running', attempt = s.attempt + 1, worker = %s, lease_token = %s,
-        started_at = %s, heartbeat_at = %s, lease_until = %s
-    FROM locked
-    WHERE s.id = %s AND s.status = 'queued' AND s.instance_id = locked.id
-      AND (locked.deadline IS NULL OR locked.deadline >= %s)
-      AND CASE WHEN substr(s.node_id, 1, 11) = 'compensate:' THEN locked.status = 'compensating'
-               ELSE locked.status IN ('pending', 'running', 'waiting') END
-    RETURNING s.*),
-bumped AS (
-    UPDATE {INSTANCE} AS i SET event_seq = i.event_seq + 1, updated_at = %s
-    FROM claimed WHERE i.id = claimed.instance_id
-    RETURNING i.*),
-logged AS (
-    INSERT INTO {EVENT} (instance_id, seq, type, node_id, step_id, payload, trace_id, created_at)
-    SELECT bumped.id, bumped.event_seq, 'step_started', claimed.node_id, claimed.id,
-        jsonb_build_object('visit', claimed.visit, 'attempt', claimed.attempt, 'worker', claimed.worker,
-                           'queue', claimed.queue),
-        bumped.trace_id, %s
-    FROM claimed, bumped)
-SELECT {_cols('bumped', INSTANCE_COLUMNS)}, {_cols('claimed', STEP_COLUMNS)} FROM bumped, claimed
-"""
-"""Params: step id, worker, token, now, now, lease until, step id, now, now, now."""
-
+# One statement for the common claim: lock the instances (first: the lock order of every
+# transition), claim the steps whose instance may run them and has not passed its deadline, bump each
+# instance's event sequence and write the step_started events. A step it does not claim takes the
+# general path.
 PG_CLAIM_BATCH = f"""
 WITH targets AS (
     SELECT DISTINCT instance_id FROM {STEP} WHERE id = ANY(%s) AND status = 'queued'),
@@ -119,7 +92,7 @@ logged AS (
 SELECT {_cols('bumped', INSTANCE_COLUMNS)}, {_cols('numbered', STEP_COLUMNS)}
 FROM numbered JOIN bumped ON bumped.id = numbered.instance_id ORDER BY numbered.instance_id, numbered.id
 """
-"""PG_CLAIM_STARTED for any set of queued steps (a batch job of one instance, or the ai consumer's
+"""Claim any set of queued steps (one job's, a batch job's of one instance, or the ai consumer's
 jobs of many): the instances locked in id order (the order every multi-instance writer takes), each
 instance's step_started events numbered in step id order. Params: step ids, worker, token, now,
 now, lease until, step ids, now, now, now."""
@@ -141,19 +114,6 @@ SQLITE_BUMP_SEQ_BY = (
     f"RETURNING {', '.join(INSTANCE_COLUMNS)}"
 )
 """Params: events added, now, instance id."""
-
-SQLITE_CLAIM_STARTED = (
-    f"UPDATE {STEP} SET status = 'running', attempt = attempt + 1, worker = %s, lease_token = %s, "
-    f"started_at = %s, heartbeat_at = %s, lease_until = %s "
-    f"WHERE id = %s AND status = 'queued' AND EXISTS (SELECT 1 FROM {INSTANCE} i "
-    f"WHERE i.id = {STEP}.instance_id AND (i.deadline IS NULL OR i.deadline >= %s) "
-    f"AND CASE WHEN substr({STEP}.node_id, 1, 11) = 'compensate:' THEN i.status = 'compensating' "
-    f"ELSE i.status IN ('pending', 'running', 'waiting') END) "
-    f"RETURNING {', '.join(STEP_COLUMNS)}"
-)
-"""SQLite's claim, first of three statements in one IMMEDIATE transaction (the database is locked
-for writes, so no row lock is needed). Params: worker, token, now, now, lease until, step id, now."""
-
 
 PG_EXTEND_LEASES = (
     f"UPDATE {STEP} AS s SET lease_until = %s, heartbeat_at = %s "
