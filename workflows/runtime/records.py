@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import traceback
 from collections.abc import Iterator, Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Any
 
 from workflows.engine.errors import StepError
@@ -28,7 +28,6 @@ class Claim:
     token: str
     worker: str
     call: StepCall | None = None
-    timings: dict[str, float] = field(default_factory=dict)
     # True when `instance` is the instance as this worker's own last commit left it (the claim, or
     # the commit that created this inline step): a store may write the outcome against it without
     # taking the lock first, guarded by its event seq.
