@@ -40,7 +40,8 @@ def test_viewer_sees_the_item_but_cannot_decide(client, halted_item, user_in):
     client.force_login(user_in("viewers", "vera"))
     page = client.get(reverse("review-detail", args=[halted_item.pk]))
     assert page.status_code == 200
-    assert b"Only operators can decide" in page.content and b"Apply decision" not in page.content
+    assert b"You cannot decide this item: permission denied: you need workflows.decide_reviewitem (the operators " \
+        b"group)" in page.content and b"Apply decision" not in page.content
     response = client.post(reverse("review-detail", args=[halted_item.pk]), {"action": "approve"})
     assert response.status_code == 403
     halted_item.refresh_from_db()
