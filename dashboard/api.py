@@ -10,6 +10,7 @@ from django.conf import settings
 from django.core.exceptions import RequestDataTooBig
 from django.http import Http404, HttpRequest, HttpResponse, JsonResponse
 
+from dashboard import permissions
 from workflows import runtime
 from workflows.api_shapes import run_summary
 from workflows.engine import strict_json
@@ -26,8 +27,10 @@ def error(status: int, message: str, **extra: Any) -> JsonResponse:
     return JsonResponse({"message": message, **extra}, status=status)
 
 
-def api_view(methods: tuple[str, ...], perm: str | None = None) -> Callable[[View], View]:
-    """Login and permission checks that answer JSON (401/403) instead of redirecting to a page."""
+def api_view(methods: tuple[str, ...], perm: str | tuple[str, ...] | None = None) -> Callable[[View], View]:
+    """Login and permission checks (dashboard/permissions.py) that answer JSON (401/403) instead of
+    redirecting to a page. `perm`: the permission, or permissions, every request needs."""
+    perms = (perm,) if isinstance(perm, str) else tuple(perm or ())
 
     def decorator(view: View) -> View:
         @wraps(view)
@@ -36,8 +39,9 @@ def api_view(methods: tuple[str, ...], perm: str | None = None) -> Callable[[Vie
                 return error(401, "authentication required")
             if request.method not in methods:
                 return error(405, f"method {request.method} not allowed (use {', '.join(methods)})")
-            if perm and not request.user.has_perm(perm):
-                return error(403, f"permission denied: you need {perm}")
+            message = permissions.refusal(request.user, *perms)
+            if message is not None:
+                return error(403, message)
             try:
                 return view(request, *args, **kwargs)
             except Http404 as exc:
@@ -114,12 +118,12 @@ def instance_json(instance: WorkflowInstance) -> dict[str, Any]:
     return data
 
 
-@api_view(("GET",))
+@api_view(("GET",), perm=permissions.VIEW_GRAPHS)
 def node_types(request: HttpRequest) -> JsonResponse:
     return JsonResponse({"node_types": [kind.describe() for kind in known_kinds().values()]})
 
 
-@api_view(("POST",))
+@api_view(("POST",), perm=permissions.VIEW_GRAPHS)
 def validate(request: HttpRequest) -> JsonResponse:
     try:
         body = json_body(request)
@@ -161,7 +165,7 @@ def _starting(start: Callable[[], JsonResponse]) -> JsonResponse:
         return error(400, "the saved graph is invalid", errors=[i.as_dict() for i in exc.issues])
 
 
-@api_view(("POST",), perm="workflows.add_workflowinstance")
+@api_view(("POST",), perm=permissions.START)
 def start_instance(request: HttpRequest, slug: str) -> JsonResponse:
     def start() -> JsonResponse:
         version, body = _start_request(request, slug)
@@ -178,7 +182,7 @@ def start_instance(request: HttpRequest, slug: str) -> JsonResponse:
     return _starting(start)
 
 
-@api_view(("POST",), perm="workflows.add_workflowinstance")
+@api_view(("POST",), perm=permissions.START)
 def start_instances(request: HttpRequest, slug: str) -> JsonResponse:
     """Start many instances in one transaction: {"inputs": [{...}, ...], "idempotency_keys": [...]}."""
     def start() -> JsonResponse:
@@ -202,12 +206,12 @@ def start_instances(request: HttpRequest, slug: str) -> JsonResponse:
     return _starting(start)
 
 
-@api_view(("GET",), perm="workflows.view_workflowinstance")
+@api_view(("GET",), perm=permissions.VIEW_INSTANCES)
 def instance(request: HttpRequest, instance_id: int) -> JsonResponse:
     return JsonResponse(instance_json(_get_instance_for_user(request, instance_id)))
 
 
-@api_view(("GET",), perm="workflows.view_workflowinstance")
+@api_view(("GET",), perm=permissions.VIEW_INSTANCES)
 def instance_events(request: HttpRequest, instance_id: int) -> JsonResponse:
     inst = _get_instance_for_user(request, instance_id)
     try:

@@ -22,13 +22,14 @@ from typing import Any
 from channels.db import database_sync_to_async
 from channels.generic.websocket import AsyncJsonWebsocketConsumer
 
+from dashboard import permissions
 from dashboard.live_relay import get_relay
 from workflows.engine import strict_json
 from workflows.models import WorkflowInstance
 
 log = logging.getLogger("steadyflow.dashboard")
 
-VIEW_PERMISSION = "workflows.view_workflowinstance"
+VIEW_PERMISSIONS = (permissions.VIEW_INSTANCES,)
 CLOSE_UNAUTHENTICATED = 4401
 CLOSE_FORBIDDEN = 4403
 CLOSE_NOT_FOUND = 4404
@@ -58,13 +59,15 @@ class _Refusing(AsyncJsonWebsocketConsumer):
         await self.close(code=code)
 
     async def check_user(self) -> Any:
-        """The user when they may view instances; otherwise refuse and return None."""
+        """The user when they may view instances, as the instance API asks (dashboard/permissions.py);
+        otherwise refuse and return None."""
         user = self.scope.get("user")
         if user is None or not user.is_authenticated:
             await self.refuse(CLOSE_UNAUTHENTICATED, "log in to watch workflows")
             return None
-        if not await database_sync_to_async(user.has_perm)(VIEW_PERMISSION):
-            await self.refuse(CLOSE_FORBIDDEN, f"permission denied: you need {VIEW_PERMISSION}")
+        message = await database_sync_to_async(permissions.refusal)(user, *VIEW_PERMISSIONS)
+        if message is not None:
+            await self.refuse(CLOSE_FORBIDDEN, message)
             return None
         return user
 

@@ -1,8 +1,8 @@
 """Pages of the workflow editor: the workflow list (create, duplicate, archive) and the editor itself.
 
 The editor page is one server-rendered shell plus static/js/editor.js, which talks to the JSON endpoints
-in dashboard/editor_api.py and dashboard/api.py. Everyone logged in may look; the designers'
-permissions decide who may change anything (the page is read-only without them).
+in dashboard/editor_api.py and dashboard/api.py. The viewer role may look; the designers' permissions
+decide who may change anything (the page is read-only without them).
 """
 
 from __future__ import annotations
@@ -11,7 +11,6 @@ from collections import defaultdict
 from typing import Any
 
 from django.contrib import messages
-from django.contrib.auth.decorators import login_required
 from django.core.exceptions import PermissionDenied
 from django.db import IntegrityError, transaction
 from django.db.models import Count, Max
@@ -21,21 +20,23 @@ from django.urls import reverse
 from django.utils.text import slugify
 from django.views.decorators.http import require_http_methods, require_POST
 
+from dashboard import permissions
 from dashboard.editor_api import SAVE_PERM
+from dashboard.permissions import authorize
 from workflows.engine.validation import _EDGE_SHAPE, _NODE_SHAPE, _SETTINGS_SHAPE, QUEUES
 from workflows.models import WorkflowDefinition, WorkflowInstance, WorkflowVersion
 
-ADD_PERM = "workflows.add_workflowdefinition"
-CHANGE_PERM = "workflows.change_workflowdefinition"
-RUN_PERM = "workflows.add_workflowinstance"
+ADD_PERM = permissions.CREATE_WORKFLOW
+CHANGE_PERM = permissions.CHANGE_WORKFLOW
+RUN_PERM = permissions.START
 STATUS_ORDER = ["pending", "running", "waiting", "completed", "failed", "halted", "cancelled", "compensating",
                 "compensated"]
 
 
 def _require(request: HttpRequest, *perms: str) -> None:
-    missing = [p for p in perms if not request.user.has_perm(p)]
-    if missing:
-        raise PermissionDenied(f"you need {', '.join(missing)} (the designers group)")
+    message = permissions.refusal(request.user, *perms)
+    if message is not None:
+        raise PermissionDenied(message)
 
 
 def _unique_slug(base: str) -> str:
@@ -47,7 +48,7 @@ def _unique_slug(base: str) -> str:
     return slug
 
 
-@login_required
+@authorize(permissions.VIEW_GRAPHS, permissions.VIEW_INSTANCES)
 @require_http_methods(["GET", "POST"])
 def workflow_list(request: HttpRequest) -> HttpResponse:
     """Every workflow with its latest version, its instances by status and its last run; POST creates one."""
@@ -84,6 +85,7 @@ def workflow_list(request: HttpRequest) -> HttpResponse:
         "rows": rows,
         "show_archived": show_archived,
         "can_create": request.user.has_perm(ADD_PERM),
+        "can_edit": request.user.has_perm(SAVE_PERM),
         "can_duplicate": request.user.has_perm(ADD_PERM) and request.user.has_perm(SAVE_PERM),
         "can_archive": request.user.has_perm(CHANGE_PERM),
     })
@@ -115,7 +117,7 @@ def _create(request: HttpRequest) -> HttpResponse:
     return redirect("workflow-editor", slug=definition.slug)
 
 
-@login_required
+@authorize(permissions.VIEW_GRAPHS)
 @require_POST
 def duplicate(request: HttpRequest, slug: str) -> HttpResponse:
     """A new workflow whose v1 is the latest version of this one."""
@@ -134,7 +136,7 @@ def duplicate(request: HttpRequest, slug: str) -> HttpResponse:
     return redirect("workflow-editor", slug=copy.slug)
 
 
-@login_required
+@authorize(permissions.VIEW_GRAPHS)
 @require_POST
 def archive(request: HttpRequest, slug: str) -> HttpResponse:
     """Archive (hide, refuse new runs) or, with archived=0, bring back a workflow. Nothing is deleted."""
@@ -149,7 +151,7 @@ def archive(request: HttpRequest, slug: str) -> HttpResponse:
     return redirect(f"{reverse('workflow-list')}?archived=1")
 
 
-@login_required
+@authorize(permissions.VIEW_GRAPHS)
 def editor(request: HttpRequest, slug: str) -> HttpResponse:
     definition = get_object_or_404(WorkflowDefinition, slug=slug)
     latest = definition.latest_version()

@@ -1,9 +1,9 @@
 """JSON endpoints for the workflow editor: versions (list, read, save, restore), diff, expression check.
 
 Node types, whole-graph validation and starting an instance live in dashboard/api.py; the editor uses
-those too. Every endpoint needs a login (401), reading is open to every logged-in user, and writing
-needs the designers' permission (403). Django's CSRF middleware guards every POST. Errors are JSON with a
-`message` (and `errors`, each naming its node or edge, when a graph is invalid).
+those too. Every endpoint needs a login (401) and the viewer role's view permission (403), and writing
+needs the designers' permission (403; dashboard/permissions.py). Django's CSRF middleware guards every
+POST. Errors are JSON with a `message` (and `errors`, each naming its node or edge, when a graph is invalid).
 """
 
 from __future__ import annotations
@@ -14,13 +14,14 @@ from typing import Any
 from django.db.models import Count
 from django.http import HttpRequest, JsonResponse
 
+from dashboard import permissions
 from dashboard.api import BodyRejected, api_view, error, json_body
 from workflows.definitions import save_version
 from workflows.engine import expressions
 from workflows.engine.errors import ExpressionError, GraphInvalid
 from workflows.models import WorkflowDefinition, WorkflowVersion
 
-SAVE_PERM = "workflows.add_workflowversion"
+SAVE_PERM = permissions.SAVE_VERSION
 MAX_MESSAGE = 500  # WorkflowVersion.message's max_length
 
 
@@ -105,7 +106,7 @@ def _guarded(view: Any) -> Any:
     return wrapper
 
 
-@api_view(("GET", "POST"))
+@api_view(("GET", "POST"), perm=permissions.VIEW_GRAPHS)
 @_guarded
 def versions(request: HttpRequest, slug: str) -> JsonResponse:
     """GET: the definition and its versions, newest first. POST: save the graph as a new version."""
@@ -121,8 +122,9 @@ def versions(request: HttpRequest, slug: str) -> JsonResponse:
 
 
 def _save(request: HttpRequest, slug: str) -> JsonResponse:
-    if not request.user.has_perm(SAVE_PERM):
-        return error(403, f"permission denied: you need {SAVE_PERM} (the designers group) to save")
+    message = permissions.refusal(request.user, SAVE_PERM)
+    if message is not None:
+        return error(403, f"{message} to save")
     definition = _definition(slug)
     if definition.archived:
         raise BadRequest(f"workflow {slug!r} is archived: unarchive it before saving", 409)
@@ -162,14 +164,14 @@ def _save(request: HttpRequest, slug: str) -> JsonResponse:
                         status=201)
 
 
-@api_view(("GET",))
+@api_view(("GET",), perm=permissions.VIEW_GRAPHS)
 @_guarded
 def version_detail(request: HttpRequest, slug: str, number: int) -> JsonResponse:
     version = _version(_definition(slug), number)
     return JsonResponse({**version_summary(version), "graph": version.graph})
 
 
-@api_view(("POST",), perm=SAVE_PERM)
+@api_view(("POST",), perm=(permissions.VIEW_GRAPHS, SAVE_PERM))
 @_guarded
 def restore(request: HttpRequest, slug: str, number: int) -> JsonResponse:
     """Save an old version's graph as the newest version (history is never rewritten)."""
@@ -190,7 +192,7 @@ def restore(request: HttpRequest, slug: str, number: int) -> JsonResponse:
     return JsonResponse({"version": version_summary(version), "restored_from": old.number}, status=201)
 
 
-@api_view(("GET",))
+@api_view(("GET",), perm=permissions.VIEW_GRAPHS)
 @_guarded
 def diff(request: HttpRequest, slug: str) -> JsonResponse:
     """What changed from version `from` to version `to`: nodes and edges added, removed and changed."""
@@ -264,7 +266,7 @@ def graph_diff(old: dict[str, Any], new: dict[str, Any]) -> dict[str, Any]:
     }
 
 
-@api_view(("POST",))
+@api_view(("POST",), perm=permissions.VIEW_GRAPHS)
 @_guarded
 def check_expression(request: HttpRequest) -> JsonResponse:
     """Parse an edge condition (never evaluate it): the editor checks each one as it is typed."""

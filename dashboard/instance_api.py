@@ -14,6 +14,7 @@ from django.db.models import Count
 from django.http import HttpRequest, JsonResponse
 from django.utils import timezone
 
+from dashboard import permissions
 from dashboard.api import BodyRejected, api_view, error, instance_json, json_body
 from workflows import operations
 from workflows.engine import breaker as breaker_logic
@@ -23,8 +24,8 @@ from workflows.models import BreakerState, ReviewItem, ReviewStatus, StepRun, Wo
 
 log = logging.getLogger("steadyflow.dashboard")
 
-VIEW = "workflows.view_workflowinstance"
-OPERATE = operations.OPERATE_PERMISSION
+VIEW = permissions.VIEW_INSTANCES
+OPERATE = permissions.OPERATE
 QUEUES = ("ai", "io", "default")
 STATS_CACHE_S = 1.0
 SERIES_CACHE_S = 5.0  # the per-minute chart: the one figure whose cost grows with the step rate
@@ -100,15 +101,23 @@ def _operation(request: HttpRequest, instance_id: int, run: Any) -> JsonResponse
     return JsonResponse({"instance": instance_json(inst), **(extra or {})})
 
 
-@api_view(("POST",), perm=OPERATE)
+@api_view(("POST",), perm=VIEW)
 def cancel(request: HttpRequest, instance_id: int) -> JsonResponse:
+    """Operators cancel any instance, designers the ones they started (operations.cancel_refusal)."""
+    inst = _instance_or_404(instance_id)
+    if inst is None:
+        return error(404, f"instance {instance_id} does not exist")
+    refused = operations.cancel_refusal(request.user, inst)
+    if refused is not None:
+        return error(403, refused)
+
     def run(body: dict[str, Any]) -> None:
         operations.cancel(instance_id, request.user, note=str(body.get("note", "")))
 
     return _operation(request, instance_id, run)
 
 
-@api_view(("POST",), perm=OPERATE)
+@api_view(("POST",), perm=(VIEW, OPERATE))
 def retry(request: HttpRequest, instance_id: int) -> JsonResponse:
     def run(body: dict[str, Any]) -> dict[str, Any]:
         step_id = body.get("step")
@@ -121,7 +130,7 @@ def retry(request: HttpRequest, instance_id: int) -> JsonResponse:
     return _operation(request, instance_id, run)
 
 
-@api_view(("POST",), perm=OPERATE)
+@api_view(("POST",), perm=(VIEW, OPERATE))
 def rerun(request: HttpRequest, instance_id: int) -> JsonResponse:
     def run(body: dict[str, Any]) -> dict[str, Any]:
         node = body.get("node")
@@ -133,9 +142,10 @@ def rerun(request: HttpRequest, instance_id: int) -> JsonResponse:
     return _operation(request, instance_id, run)
 
 
-@api_view(("POST",), perm=OPERATE)
+@api_view(("POST",), perm=(VIEW, permissions.DECIDE))
 def review_decide(request: HttpRequest, instance_id: int) -> JsonResponse:
-    """Decide the instance's open review item (approve, retry, reroute, edit_context, reject, cancel)."""
+    """Decide the instance's open review item (approve, retry, reroute, edit_context, reject, cancel).
+    A human task for a group the user is not in is refused with a 403 naming it (review.refusal)."""
     from workflows import review
 
     inst = _instance_or_404(instance_id)

@@ -4,30 +4,28 @@ the decision form on one page, so deciding needs no other page."""
 from __future__ import annotations
 
 from django.contrib import messages
-from django.contrib.auth.decorators import login_required
 from django.core.exceptions import PermissionDenied
 from django.core.paginator import Paginator
 from django.http import HttpRequest, HttpResponse
 from django.shortcuts import get_object_or_404, redirect, render
 
+from dashboard import permissions
+from dashboard.permissions import authorize
 from workflows import review
 from workflows.forms import ReviewDecisionForm
 from workflows.models import ReviewItem, ReviewReason, ReviewStatus, StepRun
 
-VIEW_PERMISSION = "workflows.view_reviewitem"
+# The pages show the item's instance (its version's graph, steps and events) as well as the item.
+VIEW_PERMISSIONS = (permissions.VIEW_REVIEWS, permissions.VIEW_INSTANCES)
 
 
 def _get_item_for_user(request: HttpRequest, item_id: int) -> ReviewItem:
-    if not request.user.has_perm(VIEW_PERMISSION):
-        raise PermissionDenied("you need the view_reviewitem permission (viewers, designers, operators)")
     return get_object_or_404(ReviewItem.objects.select_related("instance__version__definition", "decided_by"),
                              pk=item_id)
 
 
-@login_required
+@authorize(*VIEW_PERMISSIONS)
 def review_list(request: HttpRequest) -> HttpResponse:
-    if not request.user.has_perm(VIEW_PERMISSION):
-        raise PermissionDenied("you need the view_reviewitem permission")
     status = request.GET.get("status", ReviewStatus.OPEN)
     reason = request.GET.get("reason", "")
     items = ReviewItem.objects.select_related("instance__version__definition", "decided_by")
@@ -42,21 +40,23 @@ def review_list(request: HttpRequest) -> HttpResponse:
         "reasons": ReviewReason.choices, "can_decide": review.can_decide(request.user)})
 
 
-@login_required
+@authorize(*VIEW_PERMISSIONS)
 def review_detail(request: HttpRequest, item_id: int) -> HttpResponse:
+    """The item and its decision form, offered only to who may decide this item (review.refusal: the
+    decide permission and, for a human task, its assignee group); a POST from anyone else is a 403."""
     item = _get_item_for_user(request, item_id)
-    can_decide = review.can_decide(request.user)
+    refused = review.refusal(request.user, item)
     form = ReviewDecisionForm(request.POST or None, item=item)
     if request.method == "POST":
-        if not can_decide:
-            raise PermissionDenied("only operators may decide review items")
+        if refused is not None:
+            raise PermissionDenied(refused)
         if form.is_valid():
             try:
                 review.decide(item.pk, request.user, form.decision())
             except review.ReviewConflict as exc:
                 messages.error(request, f"Not applied: {exc}")
                 return redirect("review-detail", item_id=item.pk)
-            except review.ReviewError as exc:
+            except review.ReviewError as exc:  # ReviewForbidden too: the four-eyes rule
                 form.add_error(None, str(exc))
             else:
                 messages.success(request, f"Decision applied: {form.cleaned_data['action']}")
@@ -67,7 +67,7 @@ def review_detail(request: HttpRequest, item_id: int) -> HttpResponse:
     for step in steps:
         latest[step.node_id] = step.status
     return render(request, "review/detail.html", {
-        "item": item, "instance": instance, "form": form, "can_decide": can_decide,
+        "item": item, "instance": instance, "form": form, "can_decide": refused is None, "refusal": refused,
         "events": instance.events.order_by("-seq")[:200], "steps": steps,
         "graph": instance.version.graph, "node_status": latest,
         "audit": item.audit.select_related("actor").order_by("created_at"),

@@ -6,41 +6,34 @@ from datetime import UTC, date, datetime, time, timedelta
 from typing import Any
 from urllib.parse import urlencode
 
-from django.contrib.auth.decorators import login_required
-from django.core.exceptions import PermissionDenied
 from django.core.paginator import Paginator
 from django.db import connection
 from django.http import HttpRequest, HttpResponse, JsonResponse
 from django.shortcuts import get_object_or_404, render
 from django.urls import NoReverseMatch, reverse
 
+from dashboard import permissions
+from dashboard.permissions import authorize
 from workflows.engine.statuses import InstanceStatus
 from workflows.models import WorkflowDefinition, WorkflowInstance, WorkflowVersion
 
-OPERATE_PERMISSION = "workflows.operate_workflowinstance"
-
-
-def _require_view(request: HttpRequest) -> None:
-    if not request.user.has_perm("workflows.view_workflowinstance"):
-        raise PermissionDenied("permission denied: you need workflows.view_workflowinstance (the viewers group)")
+OPERATE_PERMISSION = permissions.OPERATE
 
 
 def _get_instance_for_user(request: HttpRequest, instance_id: int) -> WorkflowInstance:
-    # Every authenticated user may view instances for now; per-workflow permissions come with
-    # the review-queue groups (viewers, designers, operators).
+    # The viewer role sees every instance (authorize on the views); there are no per-workflow permissions.
     return get_object_or_404(WorkflowInstance.objects.select_related("version__definition"), pk=instance_id)
 
 
-@login_required
+@authorize(permissions.VIEW_INSTANCES)
 def home(request: HttpRequest) -> HttpResponse:
     """The operations dashboard: figures come from /api/dashboard and refresh over the `dashboard` group."""
-    _require_view(request)
     from dashboard.instance_api import compute_stats
 
     return render(request, "dashboard/home.html", {"stats": compute_stats()})
 
 
-@login_required
+@authorize(permissions.VIEW_GRAPHS, permissions.VIEW_INSTANCES)
 def definition_detail(request: HttpRequest, slug: str) -> HttpResponse:
     definition = get_object_or_404(WorkflowDefinition, slug=slug)
     versions = definition.versions.all()
@@ -49,28 +42,28 @@ def definition_detail(request: HttpRequest, slug: str) -> HttpResponse:
                   {"definition": definition, "versions": versions, "instances": instances})
 
 
-@login_required
+@authorize(permissions.VIEW_INSTANCES)
 def instance_detail(request: HttpRequest, instance_id: int) -> HttpResponse:
     """The live instance page: the graph coloured by step state, the inspector, the timeline, the actions.
     Its state is built in the browser from the event log and kept current over the WebSocket."""
-    _require_view(request)
     instance = _get_instance_for_user(request, instance_id)
     return render(request, "dashboard/instance.html", _instance_page_context(request, instance))
 
 
-@login_required
+@authorize(permissions.VIEW_INSTANCES)
 def instance_list(request: HttpRequest) -> HttpResponse:
     """Every instance, filtered (workflow, status, dates, halt reason), searched by id or trace id, paginated."""
-    _require_view(request)
     return render(request, "dashboard/instances.html", _instance_list_context(request))
 
 
 def _instance_page_context(request: HttpRequest, instance: WorkflowInstance) -> dict[str, Any]:
-    from workflows import review
+    from workflows import operations, review
     from workflows.engine.nodes import known_kinds
 
     can_operate = request.user.has_perm(OPERATE_PERMISSION)
     item = instance.reviews.filter(status="open").order_by("-created_at").first()
+    # Per item: a human task may be for a group the user is not in (workflows/review.py refusal).
+    decide_refusal = review.refusal(request.user, item)
     node_types = [{k: v for k, v in kind.describe().items() if k != "schema"} for kind in known_kinds().values()]
     urls = {
         "instance": reverse("api-instance", args=[instance.pk]),
@@ -93,12 +86,15 @@ def _instance_page_context(request: HttpRequest, instance: WorkflowInstance) -> 
         "nodeTypes": node_types,
         "urls": urls,
         "canOperate": can_operate,
-        "canDecide": review.can_decide(request.user),
+        "canCancel": operations.may_cancel(request.user, instance),
+        "canDecide": decide_refusal is None,
+        "decideRefusal": decide_refusal,
         "review": {"id": item.pk, "reason": item.reason, "node": item.node_id, "details": item.details}
         if item else None,
         "reviewActions": list(review.ACTIONS),
     }
-    return {"instance": instance, "config": config, "can_operate": can_operate, "review_item": item}
+    return {"instance": instance, "config": config, "can_operate": can_operate, "review_item": item,
+            "can_decide": decide_refusal is None, "decide_refusal": decide_refusal}
 
 
 def _url_template(name: str) -> str | None:

@@ -1,6 +1,11 @@
+"""The Django admin. Every action names the permissions it needs (`@admin.action(permissions=[...])`,
+checked by Django against `has_<name>_permission`): an action a user may not take is neither offered nor
+run. Custom views check the same way (decide_view). tests/security/test_permissions.py enforces both."""
+
 from typing import Any
 
 from django.contrib import admin, messages
+from django.core.exceptions import PermissionDenied
 from django.http import HttpRequest, HttpResponse, HttpResponseRedirect
 from django.shortcuts import get_object_or_404
 from django.template.response import TemplateResponse
@@ -72,9 +77,6 @@ class CheckpointAdmin(admin.ModelAdmin):
 # --- The review queue -------------------------------------------------------------------------
 
 
-
-
-
 def _bulk(request: HttpRequest, queryset: Any, action: str) -> None:
     done, problems = 0, []
     for item in queryset:
@@ -103,6 +105,14 @@ class ReviewItemAdmin(admin.ModelAdmin):
 
     def has_delete_permission(self, request: HttpRequest, obj: Any = None) -> bool:
         return False
+
+    def has_decide_permission(self, request: HttpRequest) -> bool:
+        """The decide permission (operators); each item's assignee group is checked by review.decide."""
+        return review.can_decide(request.user)
+
+    def get_list_display(self, request: HttpRequest) -> Any:
+        shown = super().get_list_display(request)
+        return shown if self.has_decide_permission(request) else [name for name in shown if name != "decide_link"]
 
     @admin.display(description="instance")
     def instance_link(self, item: ReviewItem) -> str:
@@ -134,9 +144,12 @@ class ReviewItemAdmin(admin.ModelAdmin):
                      name="workflows_reviewitem_decide"), *super().get_urls()]
 
     def decide_view(self, request: HttpRequest, item_id: int) -> HttpResponse:
+        if not self.has_view_permission(request):
+            raise PermissionDenied
         item = get_object_or_404(ReviewItem.objects.select_related("instance__version__definition"), pk=item_id)
-        if not review.can_decide(request.user):
-            messages.error(request, "only operators may decide review items")
+        refused = review.refusal(request.user, item)
+        if refused is not None:
+            messages.error(request, f"review item {item.pk}: {refused}")
             return HttpResponseRedirect(reverse("admin:workflows_reviewitem_changelist"))
         form = ReviewDecisionForm(request.POST or None, item=item)
         if request.method == "POST" and form.is_valid():
@@ -151,19 +164,16 @@ class ReviewItemAdmin(admin.ModelAdmin):
                    "opts": self.model._meta, "events": item.instance.events.order_by("-seq")[:30]}
         return TemplateResponse(request, "admin/workflows/reviewitem/decide.html", context)
 
-    @admin.action(description="Approve and continue (default grants)")
+    @admin.action(description="Approve and continue (default grants)", permissions=["decide"])
     def approve_selected(self, request: HttpRequest, queryset: Any) -> None:
         _bulk(request, queryset.filter(status="open"), "approve")
 
-    @admin.action(description="Reject (fail and compensate)")
+    @admin.action(description="Reject (fail and compensate)", permissions=["decide"])
     def reject_selected(self, request: HttpRequest, queryset: Any) -> None:
         _bulk(request, queryset.filter(status="open"), "reject")
 
-    @admin.action(description="Resume instances halted by a breaker that has closed")
+    @admin.action(description="Resume instances halted by a breaker that has closed", permissions=["decide"])
     def resume_circuit_halts(self, request: HttpRequest, queryset: Any) -> None:
-        if not review.can_decide(request.user):
-            messages.error(request, "only operators may decide review items")
-            return
         count = review.resume_circuit_halts(request.user)
         messages.success(request, f"resumed {count} instance(s) whose breaker has closed")
 
@@ -187,7 +197,7 @@ class BreakerStateAdmin(admin.ModelAdmin):
     readonly_fields = [f.name for f in BreakerState._meta.fields]
     actions = ["reset_selected"]
 
-    @admin.action(description="Close (reset) the selected breakers")
+    @admin.action(description="Close (reset) the selected breakers", permissions=["change"])
     def reset_selected(self, request: HttpRequest, queryset: Any) -> None:
         for row in queryset:
             breakers.reset(row.key)

@@ -21,6 +21,7 @@ from workflows.engine.statuses import InstanceStatus, StepStatus
 from workflows.models import AuditEntry, Checkpoint, Event, StepRun, WorkflowInstance
 
 OPERATE_PERMISSION = "workflows.operate_workflowinstance"
+START_PERMISSION = "workflows.add_workflowinstance"
 RERUNNABLE = (InstanceStatus.FAILED, InstanceStatus.CANCELLED, InstanceStatus.COMPLETED)
 
 # Events that (re)activate a node's step, and those after which it will not finish on its own.
@@ -77,6 +78,24 @@ def _audit(inst: WorkflowInstance, user: Any, action: str, before: dict[str, Any
            now: datetime, **after: Any) -> None:
     AuditEntry.objects.create(instance=inst, actor=_actor(user), action=action, before=before,
                               after={**_snapshot(inst), **after}, note=note, created_at=now)
+
+
+def cancel_refusal(user: Any, instance: WorkflowInstance) -> str | None:
+    """Why `user` may not cancel `instance`, None when they may: operators cancel any instance; whoever
+    may start instances (designers) cancels the ones they started. The functions here act for whoever
+    calls them; the endpoints check first (dashboard/instance_api.py)."""
+    if user is None or not user.is_authenticated:
+        return "authentication required"
+    if user.has_perm(OPERATE_PERMISSION):
+        return None
+    if user.has_perm(START_PERMISSION) and instance.created_by_id is not None and instance.created_by_id == user.pk:
+        return None
+    return (f"permission denied: you need {OPERATE_PERMISSION} (the operators group) to cancel an instance "
+            "someone else started")
+
+
+def may_cancel(user: Any, instance: WorkflowInstance) -> bool:
+    return cancel_refusal(user, instance) is None
 
 
 def cancel(instance_id: int, user: Any = None, note: str = "") -> WorkflowInstance:

@@ -53,8 +53,24 @@ class Decision:
     note: str = ""
 
 
-def can_decide(user: Any) -> bool:
-    return bool(user and user.is_authenticated and user.has_perm(DECIDE_PERMISSION))
+def refusal(user: Any, item: ReviewItem | None = None) -> str | None:
+    """Why `user` may not decide `item` (or review items in general, without one), None when they may.
+
+    Deciding needs the decide permission (the operators group). An item with an `assignee_group` (a human
+    task's, "operators" unless the node names another) may only be answered by a member of that group;
+    superusers may answer any item. decide() enforces this for every caller (dashboard, admin, API)."""
+    if user is None or not user.is_authenticated:
+        return "log in to decide review items"
+    if not user.has_perm(DECIDE_PERMISSION):
+        return f"permission denied: you need {DECIDE_PERMISSION} (the operators group) to decide review items"
+    group = item.assignee_group if item is not None else ""
+    if group and not user.is_superuser and not user.groups.filter(name=group).exists():
+        return f"permission denied: only members of the group '{group}' may answer this task"
+    return None
+
+
+def can_decide(user: Any, item: ReviewItem | None = None) -> bool:
+    return refusal(user, item) is None
 
 
 def _snapshot(inst: WorkflowInstance) -> dict[str, Any]:
@@ -73,14 +89,16 @@ def context_diff(before: dict[str, Any], after: dict[str, Any]) -> dict[str, Any
 
 
 def decide(item_id: int, user: Any, decision: Decision) -> ReviewItem:
-    """Apply one operator decision. Raises ReviewForbidden, ReviewConflict or ReviewError."""
+    """Apply one operator decision. Raises ReviewForbidden (see refusal), ReviewConflict or ReviewError."""
+    found = ReviewItem.objects.filter(pk=item_id).only("instance_id", "assignee_group").first()
+    refused = refusal(user, found)
+    if refused is not None:
+        raise ReviewForbidden(refused)
     if decision.action not in ACTIONS:
         raise ReviewError(f"unknown action {decision.action!r} (one of {', '.join(ACTIONS)})")
-    if not can_decide(user):
-        raise ReviewForbidden("only operators may decide review items")
-    instance_id = ReviewItem.objects.filter(pk=item_id).values_list("instance_id", flat=True).first()
-    if instance_id is None:
+    if found is None:
         raise ReviewError(f"review item {item_id} does not exist")
+    instance_id = found.instance_id
     now = timezone.now()
     with transaction.atomic():
         # Lock order instance -> item, the same as the runtime's (it closes items under the instance lock).

@@ -44,6 +44,12 @@ def viewer(db: None) -> Client:
 
 
 @pytest.fixture
+def reader(db: None) -> Client:
+    """May read graphs (node types, validation) and nothing else."""
+    return client_for(user_with("rita", "view_workflowdefinition"))
+
+
+@pytest.fixture
 def nobody(db: None) -> Client:
     return client_for(user_with("nadia"))
 
@@ -73,8 +79,8 @@ def assert_error(response: Any, status: int, text: str) -> dict[str, Any]:
 
 # --- Node types and validation ----------------------------------------------------------------------
 
-def test_node_types_lists_every_kind_with_its_schema(nobody):
-    response = nobody.get("/api/node-types")
+def test_node_types_lists_every_kind_with_its_schema(reader):
+    response = reader.get("/api/node-types")
     assert response.status_code == 200
     kinds = {kind["name"]: kind for kind in response.json()["node_types"]}
     assert {"start", "end", "llm", "router", "http", "python", "human", "wait"} <= set(kinds)
@@ -90,23 +96,23 @@ def test_node_types_refuses_anonymous_and_other_methods(anonymous, nobody):
     assert "use GET" in body["message"]
 
 
-def test_validate_accepts_a_valid_graph_bare_or_wrapped(nobody):
+def test_validate_accepts_a_valid_graph_bare_or_wrapped(reader):
     for body in (GRAPH, {"graph": GRAPH}):
-        response = post_json(nobody, "/api/validate", body)
+        response = post_json(reader, "/api/validate", body)
         assert response.status_code == 200
         assert response.json() == {"valid": True, "errors": []}
 
 
-def test_validate_reports_each_error_shape(nobody):
+def test_validate_reports_each_error_shape(reader):
     node_error = chain({"id": "fetch", "type": "http", "config": {"method": "GET"}})
-    body = post_json(nobody, "/api/validate", node_error).json()
+    body = post_json(reader, "/api/validate", node_error).json()
     assert body["valid"] is False
     assert body["errors"] == [{"message": "node 'fetch': config: 'url' is a required property",
                                "node": "fetch", "field": "config"}]
 
     edge_error = chain({"id": "a", "type": "python", "config": {"function": "noop"}})
     edge_error["edges"][1]["when"] = "route =="
-    (issue,) = post_json(nobody, "/api/validate", edge_error).json()["errors"]
+    (issue,) = post_json(reader, "/api/validate", edge_error).json()["errors"]
     assert issue["edge"] == 1 and issue["field"] == "when" and "node" not in issue
     assert issue["message"].startswith("edge 2 (a -> end): condition does not parse")
 
@@ -114,20 +120,20 @@ def test_validate_reports_each_error_shape(nobody):
                        {"id": "b", "type": "python", "config": {"function": "noop"}}, {"id": "end", "type": "end"}],
              "edges": [{"source": "start", "target": "a"}, {"source": "a", "target": "b"},
                        {"source": "b", "target": "a"}, {"source": "b", "target": "end"}]}
-    (issue,) = post_json(nobody, "/api/validate", cycle).json()["errors"]
+    (issue,) = post_json(reader, "/api/validate", cycle).json()["errors"]
     assert issue["node"] == "a" and issue["message"].startswith("unconditional cycle a -> b -> a")
 
     graph_level = {"nodes": [{"id": "end", "type": "end"}], "edges": []}
-    (issue,) = post_json(nobody, "/api/validate", graph_level).json()["errors"]
+    (issue,) = post_json(reader, "/api/validate", graph_level).json()["errors"]
     assert issue == {"message": "the graph needs exactly one start node (found none)"}
 
-    (issue,) = post_json(nobody, "/api/validate", [1, 2]).json()["errors"]
+    (issue,) = post_json(reader, "/api/validate", [1, 2]).json()["errors"]
     assert issue == {"message": "the graph must be a JSON object with 'nodes' and 'edges'"}
 
 
-def test_validate_rejects_a_malformed_body_and_get(nobody):
-    assert_error(post_json(nobody, "/api/validate", "{not json"), 400, "request body is not valid JSON")
-    assert_error(nobody.get("/api/validate"), 405, "method GET not allowed")
+def test_validate_rejects_a_malformed_body_and_get(reader):
+    assert_error(post_json(reader, "/api/validate", "{not json"), 400, "request body is not valid JSON")
+    assert_error(reader.get("/api/validate"), 405, "method GET not allowed")
 
 
 # --- Starting instances -----------------------------------------------------------------------------

@@ -260,7 +260,7 @@ def test_viewer_cannot_decide_and_four_eyes_blocks_the_starter(transactional_db,
     instance = runtime.start_instance(version, {}, user=operator)
     assert runtime.expire_instance(instance.pk)
     item = ReviewItem.objects.get(instance=instance)
-    with pytest.raises(review.ReviewForbidden, match="only operators"):
+    with pytest.raises(review.ReviewForbidden, match="the operators group"):
         review.decide(item.pk, viewer, review.Decision(action="approve"))
     settings.STEADYFLOW = {**settings.STEADYFLOW, "REVIEW_FOUR_EYES": True}
     with pytest.raises(review.ReviewForbidden, match="four-eyes"):
