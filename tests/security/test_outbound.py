@@ -198,8 +198,11 @@ def test_the_async_client_is_pinned_too(serve: Callable[..., RawServer]) -> None
     assert asyncio.run(go()).json() == {"ok": True}
     assert server.connections == ["GET /a HTTP/1.1"]
     assert internal.connections == []
-    with pytest.raises(OutboundBlocked):
+    with pytest.raises(OutboundBlocked):  # a name: refused by the connector's resolver
+        asyncio.run(go())
+    with pytest.raises(OutboundBlocked):  # an IP literal: aiohttp would not ask the resolver
         asyncio.run(outbound.arequest("GET", "http://127.0.0.2:9/", policy=LOOPBACK, timeout_s=5, pool="t"))
+    assert internal.connections == []
 
 
 # --- TLS keeps the host name -----------------------------------------------------------------------

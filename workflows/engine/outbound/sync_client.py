@@ -10,6 +10,7 @@ until the request's total deadline, not a fresh per-read timeout.
 
 from __future__ import annotations
 
+import functools
 import ssl
 import time
 from collections.abc import Iterable, Mapping
@@ -126,7 +127,10 @@ class GuardedBackend(httpcore.NetworkBackend):
         time.sleep(seconds)
 
 
+@functools.cache
 def default_ssl_context() -> ssl.SSLContext:
+    """certifi's CA bundle, as httpx uses by default; built once (loading it costs milliseconds) and
+    shared, which is safe for client-side contexts that are not modified afterwards."""
     return ssl.create_default_context(cafile=certifi.where())
 
 
