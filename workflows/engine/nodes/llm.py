@@ -4,7 +4,7 @@ import asyncio
 from functools import partial
 from typing import Any, ClassVar
 
-from workflows.engine import limits, providers
+from workflows.engine import limits, outbound, providers
 from workflows.engine.errors import CircuitOpen, GraphIssue, ProviderError, StepTimeout
 from workflows.engine.graph import Graph, Node
 from workflows.engine.nodes import register
@@ -119,6 +119,8 @@ class LLM(NodeKind):
             return reply
         reply = await providers.openai_chat(
             base_url=call.engine.llm_base_url,
+            # Operator-configured (settings), so it may be a local model server: trusted, still pinned.
+            policy=outbound.Policy(trusted=True),
             api_key=call.engine.llm_api_key,
             model=str(config.get("model") or "gpt-4o-mini"),
             messages=_messages(config, routes),
