@@ -125,6 +125,14 @@ def test_validate_reports_each_error_shape(nobody):
     assert issue == {"message": "the graph must be a JSON object with 'nodes' and 'edges'"}
 
 
+def test_validate_refuses_a_graph_past_the_node_limit_naming_the_bound(nobody):
+    big = chain(*({"id": f"n{i}", "type": "python", "config": {"function": "noop"}} for i in range(999)))
+    assert len(big["nodes"]) == 1001
+    body = post_json(nobody, "/api/validate", big).json()
+    assert body == {"valid": False, "errors": [
+        {"message": "the graph has 1,001 nodes: 1,000 at most (MAX_NODES)", "field": "nodes"}]}
+
+
 def test_validate_rejects_a_malformed_body_and_get(nobody):
     assert_error(post_json(nobody, "/api/validate", "{not json"), 400, "request body is not valid JSON")
     assert_error(nobody.get("/api/validate"), 405, "method GET not allowed")
