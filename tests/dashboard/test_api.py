@@ -174,6 +174,27 @@ def test_idempotency_key_returns_the_same_instance(operator, flow):
     assert WorkflowInstance.objects.count() == 2
 
 
+def test_an_idempotency_key_belongs_to_its_workflow(operator, flow):
+    save_version("api-other", GRAPH)
+    key = {"Idempotency-Key": "order-77"}
+    here = post_json(operator, START.format(slug="api-flow"), {"input": {"n": 1}}, **key).json()
+    there = post_json(operator, START.format(slug="api-other"), {"input": {"n": 2}}, **key).json()
+    assert here["id"] != there["id"], "the other workflow's instance came back"
+    assert (here["workflow"], there["workflow"]) == ("api-flow", "api-other")
+    assert there["context"] == {"n": 2}
+    assert post_json(operator, START.format(slug="api-other"), {"input": {}}, **key).json()["id"] == there["id"]
+    # Bulk starts look keys up on their own workflow too.
+    bulk = START.format(slug="{slug}") + "/bulk"
+    other = post_json(operator, bulk.format(slug="api-other"),
+                      {"inputs": [{}, {"n": 3}], "idempotency_keys": ["order-77", "order-78"]}).json()["instances"]
+    assert other[0]["id"] == there["id"]
+    mine = post_json(operator, bulk.format(slug="api-flow"),
+                     {"inputs": [{"n": 4}, {}], "idempotency_keys": ["order-78", "order-77"]}).json()["instances"]
+    assert mine[1]["id"] == here["id"] and mine[0]["id"] != other[1]["id"]
+    assert mine[0]["workflow"] == "api-flow" and mine[0]["context"] == {"n": 4}
+    assert WorkflowInstance.objects.count() == 4
+
+
 def test_start_rejects_bad_input_with_json_errors(operator, flow, settings):
     url = START.format(slug="api-flow")
     assert_error(post_json(operator, url, {"input": [1, 2]}), 400, "'input' must be a JSON object")
