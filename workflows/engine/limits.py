@@ -28,7 +28,7 @@ MAX_POSITION = 1e7                   # the editor's node coordinates
 
 # The size of one graph. Scheduling and validation are linear in it (graph.find_loops), so these bound
 # the work and memory one version costs every process that runs it (each caches the parsed graph),
-# not an algorithm's blow-up. 1,000 nodes is ~50x the largest example and more than the editor and
+# not an algorithm's blow-up. 1,000 nodes is >100x the largest example (9) and more than the editor and
 # the live view can show legibly; an instance's state (visits and join records per node) stays well
 # inside the 1 MB payload limit. 5,000 edges is five per node on average: room for routers with many
 # routes and wide fan-out/fan-in (a 1,000-way split and join needs 2,000).
