@@ -102,7 +102,8 @@ class WorkflowInstance(models.Model):
     open_steps = models.IntegerField(default=0)  # steps not yet finished: 0 and an end reached = done
     event_seq = models.PositiveIntegerField(default=0)
     trace_id = models.CharField(max_length=55, default=new_trace_id)
-    idempotency_key = models.CharField(max_length=200, null=True, blank=True, unique=True)
+    # Unique per definition (Meta.constraints): the same key on another workflow is another start.
+    idempotency_key = models.CharField(max_length=200, null=True, blank=True)
     halt_reason = models.CharField(max_length=32, blank=True)
     error = models.JSONField(null=True, blank=True)
     tokens = models.PositiveBigIntegerField(default=0)
@@ -114,6 +115,11 @@ class WorkflowInstance(models.Model):
     created_at = models.DateTimeField(default=timezone.now, db_index=True)
     updated_at = models.DateTimeField(default=timezone.now)
     finished_at = models.DateTimeField(null=True, blank=True)
+    # The version's definition, kept on the row so the idempotency key can be unique per definition.
+    # Last, so the SQL stores' column list (store/statements.py) only grew at its end. No index of
+    # its own: the unique (definition, idempotency_key) index leads with it.
+    definition = models.ForeignKey(WorkflowDefinition, on_delete=models.PROTECT, related_name="+",
+                                   db_index=False)
 
     class Meta:
         ordering = ["-id"]
@@ -121,14 +127,20 @@ class WorkflowInstance(models.Model):
             models.Index(fields=["status", "deadline"], name="instance_status_deadline"),
             models.Index(fields=["trace_id"], name="instance_trace_id"),  # search by trace id
         ]
+        constraints = [
+            # A repeated key returns the instance it started, on its own workflow only (rows without a
+            # key are NULL there, which never conflicts).
+            models.UniqueConstraint(fields=["definition", "idempotency_key"], name="unique_instance_idempotency_key"),
+        ]
         permissions = [("operate_workflowinstance", "Can cancel, retry and decide reviews of instances")]
 
     def __str__(self) -> str:
         return f"instance {self.pk} ({self.status})"
 
-    @property
-    def definition(self) -> WorkflowDefinition:
-        return self.version.definition
+    def save(self, *args: Any, **kwargs: Any) -> None:
+        if self.definition_id is None and self.version_id is not None:
+            self.definition = self.version.definition  # the one it runs; bulk starts set it themselves
+        super().save(*args, **kwargs)
 
     @property
     def is_final(self) -> bool:

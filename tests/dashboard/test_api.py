@@ -131,6 +131,14 @@ def test_validate_reports_each_error_shape(reader):
     assert issue == {"message": "the graph must be a JSON object with 'nodes' and 'edges'"}
 
 
+def test_validate_refuses_a_graph_past_the_node_limit_naming_the_bound(reader):
+    big = chain(*({"id": f"n{i}", "type": "python", "config": {"function": "noop"}} for i in range(999)))
+    assert len(big["nodes"]) == 1001
+    body = post_json(reader, "/api/validate", big).json()
+    assert body == {"valid": False, "errors": [
+        {"message": "the graph has 1,001 nodes: 1,000 at most (MAX_NODES)", "field": "nodes"}]}
+
+
 def test_validate_rejects_a_malformed_body_and_get(reader):
     assert_error(post_json(reader, "/api/validate", "{not json"), 400, "request body is not valid JSON")
     assert_error(reader.get("/api/validate"), 405, "method GET not allowed")
@@ -170,6 +178,27 @@ def test_idempotency_key_returns_the_same_instance(operator, flow):
     by_body = post_json(operator, url, {"input": {}, "idempotency_key": "order-77"})
     assert by_body.json()["id"] == first.json()["id"]
     assert WorkflowInstance.objects.count() == 2
+
+
+def test_an_idempotency_key_belongs_to_its_workflow(operator, flow):
+    save_version("api-other", GRAPH)
+    key = {"Idempotency-Key": "order-77"}
+    here = post_json(operator, START.format(slug="api-flow"), {"input": {"n": 1}}, **key).json()
+    there = post_json(operator, START.format(slug="api-other"), {"input": {"n": 2}}, **key).json()
+    assert here["id"] != there["id"], "the other workflow's instance came back"
+    assert (here["workflow"], there["workflow"]) == ("api-flow", "api-other")
+    assert there["context"] == {"n": 2}
+    assert post_json(operator, START.format(slug="api-other"), {"input": {}}, **key).json()["id"] == there["id"]
+    # Bulk starts look keys up on their own workflow too.
+    bulk = START.format(slug="{slug}") + "/bulk"
+    other = post_json(operator, bulk.format(slug="api-other"),
+                      {"inputs": [{}, {"n": 3}], "idempotency_keys": ["order-77", "order-78"]}).json()["instances"]
+    assert other[0]["id"] == there["id"]
+    mine = post_json(operator, bulk.format(slug="api-flow"),
+                     {"inputs": [{"n": 4}, {}], "idempotency_keys": ["order-78", "order-77"]}).json()["instances"]
+    assert mine[1]["id"] == here["id"] and mine[0]["id"] != other[1]["id"]
+    assert mine[0]["workflow"] == "api-flow" and mine[0]["context"] == {"n": 4}
+    assert WorkflowInstance.objects.count() == 4
 
 
 def test_start_rejects_bad_input_with_json_errors(operator, flow, settings):

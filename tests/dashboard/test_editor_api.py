@@ -137,6 +137,17 @@ def test_designer_saves_a_new_immutable_version(flow: WorkflowVersion) -> None:
     assert (definition.name, definition.description) == ("Flow 2", "now with retries")
 
 
+def test_saving_a_graph_past_the_node_limit_is_a_400_naming_the_bound(designer: Client,
+                                                                     flow: WorkflowVersion) -> None:
+    big = graph(*({"id": f"n{i}", "type": "python", "config": {"function": "noop"}} for i in range(3_998)))
+    assert len(big["nodes"]) == 4_000  # the graph that took 5.6 s to start before the limit
+    response = post(designer, SAVE_URL, {"graph": big, "message": "huge", "base_version": 1})
+    assert response.status_code == 400, response.content[:300]
+    assert response.json()["errors"] == [
+        {"message": "the graph has 4,000 nodes: 1,000 at most (MAX_NODES)", "field": "nodes"}]
+    assert WorkflowVersion.objects.filter(definition__slug="flow").count() == 1
+
+
 def test_first_save_of_a_new_workflow(designer: Client) -> None:
     WorkflowDefinition.objects.create(slug="fresh", name="Fresh")
     response = post(designer, "/api/workflows/fresh/versions",

@@ -260,7 +260,8 @@ def test_instance_list_filters_searches_and_pages(client_for: Callable[..., Clie
     version = failed.version
     now = timezone.now()
     WorkflowInstance.objects.bulk_create([
-        WorkflowInstance(version=version, status="completed", max_transitions=10, created_at=now, updated_at=now)
+        WorkflowInstance(version=version, definition_id=version.definition_id, status="completed", max_transitions=10,
+                         created_at=now, updated_at=now)
         for _ in range(120)])
     with django_assert_max_num_queries(8):
         first = client.get("/instances/")

@@ -230,6 +230,20 @@ def release(d: Driver, version: WorkflowVersion) -> int:
     return inst.pk
 
 
+def keyed_starts(driver: Driver, first: WorkflowVersion, second: WorkflowVersion) -> dict[str, Any]:
+    """One key on two workflows, then again on each, singly and in bulk: what each start returned."""
+    from workflows import runtime
+
+    with driver.committing():
+        a = runtime.start_instance(first, {"x": 1}, idempotency_key="order-1")
+        b = runtime.start_instance(second, {"x": 2}, idempotency_key="order-1")
+        a_again = runtime.start_instance(first, {"x": 3}, idempotency_key="order-1")
+        b_again = runtime.start_instance(second, {"x": 4}, idempotency_key="order-1")
+        bulk_a = runtime.start_instances(first, [{"x": 5}, {"x": 6}], idempotency_keys=["order-1", "order-2"])
+        bulk_b = runtime.start_instances(second, [{"x": 7}, {"x": 8}], idempotency_keys=["order-2", "order-1"])
+    return {"a": a, "b": b, "a_again": a_again, "b_again": b_again, "bulk_a": bulk_a, "bulk_b": bulk_b}
+
+
 @dataclass(frozen=True)
 class Scenario:
     graph: Callable[[], dict[str, Any]]

@@ -26,6 +26,15 @@ MAX_LLM_TOKENS = 10_000_000          # an llm node's max_tokens
 MAX_SCRIPT_DELAY_S = DAY_S           # a scripted llm response's delay_s
 MAX_POSITION = 1e7                   # the editor's node coordinates
 
+# The size of one graph. Scheduling and validation are linear in it (graph.find_loops), so these bound
+# the work and memory one version costs every process that runs it (each caches the parsed graph),
+# not an algorithm's blow-up. 1,000 nodes is >100x the largest example (9) and more than the editor and
+# the live view can show legibly; an instance's state (visits and join records per node) stays well
+# inside the 1 MB payload limit. 5,000 edges is five per node on average: room for routers with many
+# routes and wide fan-out/fan-in (a 1,000-way split and join needs 2,000).
+MAX_NODES = 1_000
+MAX_EDGES = 5_000
+
 # An operator's grants on a review decision (workflows/review.py, the decision form).
 MAX_GRANT_TRANSITIONS = MAX_TRANSITIONS
 MAX_GRANT_BUDGET_USD = Decimal(MAX_BUDGET_USD)

@@ -1,9 +1,10 @@
 """Graph validation: every issue names the node or edge it is about.
 
-Checks, in order: JSON shape, node ids and types, each config against its type's JSON Schema,
-edges (dangling, duplicate, `when` that does not parse), start/end, reachability, unconditional
-cycles (Kahn's algorithm over the unconditional edges; the cycle is named), and each kind's own
-checks.
+Checks, in order: JSON shape, the graph's size (limits.MAX_NODES, MAX_EDGES), node ids and types,
+each config against its type's JSON Schema, edges (dangling, duplicate, `when` that does not parse),
+start/end, reachability, unconditional cycles (Kahn's algorithm over the unconditional edges; the
+cycle is named), and each kind's own checks. Every check is linear in the graph's size: one walk
+for reachability, one sort for cycles, sets and dicts for lookups.
 """
 
 from __future__ import annotations
@@ -158,6 +159,13 @@ def validate_graph(data: Any) -> list[GraphIssue]:
         return [GraphIssue("'nodes' must be a non-empty list")]
     if not isinstance(edges, list):
         return [GraphIssue("'edges' must be a list")]
+    # Before any per-node work: past the bounds, nothing else is looked at.
+    too_big = [GraphIssue(f"the graph has {len(items):,} {what}: {bound:,} at most ({name})", field=what)
+               for items, what, bound, name in ((nodes, "nodes", limits.MAX_NODES, "MAX_NODES"),
+                                                (edges, "edges", limits.MAX_EDGES, "MAX_EDGES"))
+               if len(items) > bound]
+    if too_big:
+        return too_big
     if "settings" in data:
         issues += _schema_issues(data["settings"], _SETTINGS_SHAPE, "settings")
 

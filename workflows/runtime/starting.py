@@ -2,7 +2,8 @@
 
 A start creates the instance, runs its start node (structural: it completes in the same
 transaction) and activates what follows, committing steps, events and a checkpoint together. A
-repeated idempotency key returns the instance the first request created.
+repeated idempotency key returns the instance the first request with it created on the same workflow
+definition (keys are unique per definition: the same key on another workflow starts that one).
 """
 
 from __future__ import annotations
@@ -39,7 +40,7 @@ def start_instances(version: WorkflowVersion, inputs: Sequence[dict[str, Any]], 
                     now: datetime | None = None) -> list[WorkflowInstance]:
     """Start one instance per input, all in one transaction, their first jobs enqueued together
     after it commits (one Redis round trip per queue). Returns the instances in input order; where
-    an idempotency key was used before, the instance that first used it."""
+    an idempotency key was used before on this definition, the instance that first used it."""
     keys = list(idempotency_keys or [None] * len(inputs))
     if len(keys) != len(inputs):
         raise ValueError("one idempotency key (or None) per input")
@@ -47,7 +48,8 @@ def start_instances(version: WorkflowVersion, inputs: Sequence[dict[str, Any]], 
     for start_input in inputs:
         check_payload("start input", start_input)
     store = stores.get_store()
-    existing = store.instances_by_keys([key for key in keys if key])
+    definition_id = version.definition_id
+    existing = store.instances_by_keys(definition_id, [key for key in keys if key])
     todo = [i for i, key in enumerate(keys) if not key or key not in existing]
     if len(set(keys[i] for i in todo if keys[i])) < len([i for i in todo if keys[i]]):
         raise ValueError("an idempotency key appears twice in one bulk start")
@@ -66,7 +68,7 @@ def start_instances(version: WorkflowVersion, inputs: Sequence[dict[str, Any]], 
             if len(todo) > 1:
                 return [start_instance(version, inputs[i], idempotency_key=keys[i], user=user, now=now)
                         for i in range(len(inputs))]
-            existing.update(store.instances_by_keys(keyed))
+            existing.update(store.instances_by_keys(definition_id, keyed))
             if keyed[0] not in existing:
                 raise
     return [created[i] if i in created else existing[keys[i] or ""] for i in range(len(inputs))]
@@ -81,7 +83,8 @@ def _create(version: WorkflowVersion, items: list[tuple[dict[str, Any], str | No
     units: list[UnitOfWork] = []
     with store.atomic():
         instances = store.create_instances([WorkflowInstance(
-            version=version, status=InstanceStatus.RUNNING, input=start_input, context=dict(start_input),
+            version=version, definition_id=version.definition_id, status=InstanceStatus.RUNNING,
+            input=start_input, context=dict(start_input),
             state={"visits": {}, "joins": {}, "budget_tokens": graph.settings.budget_tokens},
             max_transitions=graph.settings.max_transitions or conf("DEFAULT_MAX_TRANSITIONS"),
             deadline=now + timedelta(seconds=ttl), idempotency_key=key or None,

@@ -74,11 +74,13 @@ class OrmStore:
         created: list[WorkflowInstance] = WorkflowInstance.objects.bulk_create(instances)
         return created
 
-    def instances_by_keys(self, keys: list[str]) -> dict[str, WorkflowInstance]:
+    def instances_by_keys(self, definition_id: int, keys: list[str]) -> dict[str, WorkflowInstance]:
+        """The instances of one definition started with these idempotency keys, by key (a key is
+        unique per definition: the same key on another workflow is not this workflow's)."""
         if not keys:
             return {}
-        return {instance.idempotency_key: instance
-                for instance in WorkflowInstance.objects.filter(idempotency_key__in=keys)}
+        return {instance.idempotency_key: instance for instance in
+                WorkflowInstance.objects.filter(definition_id=definition_id, idempotency_key__in=keys)}
 
     def lock_instance(self, instance_id: int) -> WorkflowInstance:
         # The row lock serialises every transition of one instance: joins, loop counter, event seq.

@@ -28,7 +28,8 @@ class Command(BaseCommand):
         parser.add_argument("workflow", help="definition slug, or path to a graph JSON file")
         parser.add_argument("--input", default="{}", help="start input as a JSON object")
         parser.add_argument("--wait", type=float, default=0.0, help="seconds to wait for the instance to settle")
-        parser.add_argument("--idempotency-key", default=None)
+        parser.add_argument("--idempotency-key", default=None,
+                            help="a repeated key returns the instance it started (keys are per workflow)")
         parser.add_argument("--burst", action="store_true",
                             help="run the steps in this process (no workers needed); implies waiting")
         parser.add_argument("--inputs", default=None, metavar="FILE",
