@@ -262,7 +262,8 @@ def chat_reply(content: str, usage: dict[str, int] | None = None) -> Any:
 def openai_call(server: LocalServer, timeout_s: float | None = None, **config: Any) -> StepCall:
     engine = EngineConfig(llm_base_url=server.url("/v1/"), llm_api_key="sk-test", llm_max_per_provider=4,
                           llm_prices={"gpt-test": {"prompt_per_1k": 1, "completion_per_1k": 2}})
-    return make_call("llm", {"prompt": "Where is order 42?", "model": "gpt-test", **config}, engine=engine,
+    return make_call("llm", {"provider": "openai", "prompt": "Where is order 42?", "model": "gpt-test", **config},
+                     engine=engine,
                      node_extra={"timeout_s": timeout_s})
 
 
