@@ -67,6 +67,8 @@ TEMPLATES = [
                 "django.contrib.auth.context_processors.auth",
                 "django.contrib.messages.context_processors.messages",
             ],
+            # `|stamp`: every page shows a moment the same way (dashboard/templatetags/timestamps.py).
+            "builtins": ["dashboard.templatetags.timestamps"],
         },
     },
 ]
