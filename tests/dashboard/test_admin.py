@@ -43,6 +43,10 @@ def rows(redis_conn: Any) -> WorkflowInstance:
     return instance
 
 
+def admin_url(model: Any, page: str, *args: Any) -> str:
+    return reverse(f"admin:{model._meta.app_label}_{model._meta.model_name}_{page}", args=args)
+
+
 def registered() -> list[Any]:
     return [model for model in admin.site._registry if model._meta.app_label in ("workflows", "dashboard")]
 
@@ -50,29 +54,27 @@ def registered() -> list[Any]:
 def test_every_admin_page_answers(superuser_client: Client, rows: WorkflowInstance) -> None:
     assert registered()
     for model in registered():
-        info = (model._meta.app_label, model._meta.model_name)
-        changelist = superuser_client.get(reverse("admin:%s_%s_changelist" % info), follow=True)
+        changelist = superuser_client.get(admin_url(model, "changelist"), follow=True)
         assert changelist.status_code == 200, (model, changelist.status_code)
-        add = superuser_client.get(reverse("admin:%s_%s_add" % info))
+        add = superuser_client.get(admin_url(model, "add"))
         assert add.status_code in (200, 403), (model, add.status_code)
         # Submitting the add form empty: the form's errors (or a refusal), never a 500.
-        posted = superuser_client.post(reverse("admin:%s_%s_add" % info), {})
+        posted = superuser_client.post(admin_url(model, "add"), {})
         assert posted.status_code in (200, 403), (model, posted.status_code)
         first = model.objects.order_by("pk").first()
         if first is not None:
-            change = superuser_client.get(reverse("admin:%s_%s_change" % info, args=[first.pk]))
+            change = superuser_client.get(admin_url(model, "change", first.pk))
             assert change.status_code == 200, (model, change.status_code)
 
 
 @pytest.mark.parametrize("model", READ_ONLY, ids=lambda m: m.__name__)
 def test_the_engines_records_cannot_be_added_from_the_admin(superuser_client: Client, rows: WorkflowInstance,
                                                             model: Any) -> None:
-    info = (model._meta.app_label, model._meta.model_name)
-    assert superuser_client.get(reverse("admin:%s_%s_add" % info)).status_code == 403
+    assert superuser_client.get(admin_url(model, "add")).status_code == 403
     # Posting the add form is refused too (it used to fail with a 500 on the missing columns).
-    assert superuser_client.post(reverse("admin:%s_%s_add" % info), {}).status_code == 403
-    changelist = superuser_client.get(reverse("admin:%s_%s_changelist" % info))
-    assert reverse("admin:%s_%s_add" % info) not in changelist.content.decode()
+    assert superuser_client.post(admin_url(model, "add"), {}).status_code == 403
+    changelist = superuser_client.get(admin_url(model, "changelist"))
+    assert admin_url(model, "add") not in changelist.content.decode()
 
 
 def test_a_decision_in_the_admin_leaves_the_open_list_at_once(superuser_client: Client, rows: WorkflowInstance) -> None:

@@ -288,3 +288,12 @@ def test_step_rows_for_the_inspector_are_capped(client_for: Callable[..., Client
         for v in range(2, 1003)])
     data = client_for(*VIEWER).get(f"/api/instances/{inst.pk}/steps?node=a").json()
     assert len(data["steps"]) == 1000 and data["truncated"] is True
+
+
+def test_every_page_links_the_favicon(client: Client) -> None:
+    from django.contrib.staticfiles import finders
+
+    html = client.get("/accounts/login/").content.decode()
+    assert re.search(r'<link rel="icon" type="image/svg\+xml" href="/static/favicon\.svg">', html)
+    path = finders.find("favicon.svg")
+    assert path and open(path).read().startswith("<svg")
