@@ -480,6 +480,10 @@ def test_the_version_apis_expose_the_declared_input(viewer: Client, flow: Workfl
     assert viewer.get("/api/workflows/flow/versions/1").json()["input_schema"] is None
     diff = viewer.get("/api/workflows/flow/diff?from=1&to=2").json()
     assert diff["input_changed"] is True and diff["identical"] is False
+    # The editor page carries it too (the Run dialog's form), with the picker's and the side panel's needs.
+    config = editor_config(viewer, "/workflows/flow/edit/")
+    assert config["inputSchema"] == schema and config["urls"]["functions"] == "/api/functions"
+    assert config["shapes"]["input"]["properties"]["type"] == {"const": "object"}
 
 
 def test_a_bad_input_schema_is_refused_at_save_naming_input(designer: Client, flow: WorkflowVersion) -> None:
