@@ -15,6 +15,8 @@ from workflows import runtime
 from workflows.api_shapes import run_summary
 from workflows.engine import strict_json
 from workflows.engine.errors import GraphInvalid, PayloadTooLarge
+from workflows.engine.functions import describe_functions
+from workflows.engine.inputs import InputInvalid
 from workflows.engine.nodes import known_kinds
 from workflows.engine.validation import validate_graph
 from workflows.models import WorkflowDefinition, WorkflowInstance, WorkflowVersion
@@ -120,7 +122,16 @@ def instance_json(instance: WorkflowInstance) -> dict[str, Any]:
 
 @api_view(("GET",), perm=permissions.VIEW_GRAPHS)
 def node_types(request: HttpRequest) -> JsonResponse:
-    return JsonResponse({"node_types": [kind.describe() for kind in known_kinds().values()]})
+    # With this deployment's defaults (the llm provider is `scripted` until a real one is configured).
+    engine = runtime.engine_config()
+    return JsonResponse({"node_types": [kind.describe(engine) for kind in known_kinds().values()]})
+
+
+@api_view(("GET",), perm="workflows.view_workflowversion")
+def functions(request: HttpRequest) -> JsonResponse:
+    """The python functions a `python` node may call: {"functions": [{"name", "doc"}]} (doc: the first
+    paragraph of the function's docstring)."""
+    return JsonResponse({"functions": describe_functions()})
 
 
 @api_view(("POST",), perm=permissions.VIEW_GRAPHS)
@@ -163,6 +174,18 @@ def _starting(start: Callable[[], JsonResponse]) -> JsonResponse:
         return error(413, exc.message)
     except GraphInvalid as exc:
         return error(400, "the saved graph is invalid", errors=[i.as_dict() for i in exc.issues])
+    except InputInvalid as exc:
+        return input_error(exc)
+
+
+def input_error(exc: InputInvalid) -> JsonResponse:
+    """400 naming each field of the start input the workflow's declared input refuses:
+    {"message": "input.amount: must be a number", "error": (the same), "fields": {"amount": "must be a
+    number"}}, plus "index" (which input) for a bulk start."""
+    extra: dict[str, Any] = {"error": exc.message, "fields": exc.fields}
+    if exc.index is not None:
+        extra["index"] = exc.index
+    return error(400, exc.message, **extra)
 
 
 @api_view(("POST",), perm=permissions.START)

@@ -114,11 +114,20 @@ def versions(request: HttpRequest, slug: str) -> JsonResponse:
         return _save(request, slug)
     definition = _definition(slug)
     rows = definition.versions.select_related("created_by").annotate(n_instances=Count("instances"))
+    latest = definition.latest_version()
     return JsonResponse({
         "workflow": definition_json(definition),
         "versions": [version_summary(v, v.n_instances) for v in rows.order_by("-number")],
         "can_save": request.user.has_perm(SAVE_PERM),
+        # What the Run dialog asks for: the latest version's declared start input (None: any object).
+        "input_schema": input_schema(latest.graph) if latest else None,
     })
+
+
+def input_schema(graph: Any) -> dict[str, Any] | None:
+    """A version's declared start input (the graph's `input` JSON Schema), or None."""
+    schema = graph.get("input") if isinstance(graph, dict) else None
+    return schema if isinstance(schema, dict) else None
 
 
 def _save(request: HttpRequest, slug: str) -> JsonResponse:
@@ -145,14 +154,15 @@ def _save(request: HttpRequest, slug: str) -> JsonResponse:
         raise BadRequest("'description' must be a string")
     base = body.get("base_version")
     latest = definition.latest_version()
-    if not body.get("force") and (latest.number if latest else None) != base:
-        # Someone saved since this editor loaded: say who, so the designer can decide.
+    stale = (latest.number if latest else None) != base
+    if not body.get("force") and stale:
+        # Someone saved since this editor loaded: say who and what, so the designer can decide.
         who = _user_name(latest.created_by) if latest else None
         raise BadRequest(
             f"version {latest.number if latest else 'none'} was saved"
             f"{f' by {who}' if who else ''} after the version you started from "
             f"({base if base is not None else 'none'}): reload, or save anyway to replace it",
-            409, latest=version_summary(latest) if latest else None)
+            409, **conflict_details(definition, base, latest, graph))
     try:
         version = save_version(slug, graph, name=name.strip() if name else None, description=description,
                                message=message.strip(), user=request.user)
@@ -160,15 +170,34 @@ def _save(request: HttpRequest, slug: str) -> JsonResponse:
         return error(400, f"the graph is invalid ({len(exc.issues)} problem"
                           f"{'s' if len(exc.issues) != 1 else ''})",
                      errors=[issue.as_dict() for issue in exc.issues])
-    return JsonResponse({"workflow": definition_json(version.definition), "version": version_summary(version)},
-                        status=201)
+    answer: dict[str, Any] = {"workflow": definition_json(version.definition), "version": version_summary(version)}
+    if stale and latest is not None:
+        answer["replaced"] = version_summary(latest)  # "save anyway" saved over this version
+    return JsonResponse(answer, status=201)
+
+
+def conflict_details(definition: WorkflowDefinition, base: Any, latest: WorkflowVersion | None,
+                     graph: dict[str, Any]) -> dict[str, Any]:
+    """What a save conflict shows: the version saved meanwhile (`latest`: number, author, time,
+    message, and its `graph`), what it changed from the version this editor started from
+    (`their_changes`, a graph diff; None when that version is unknown), and what saving anyway would
+    change in it (`your_changes`, a diff from `latest` to the graph being saved)."""
+    if latest is None:
+        return {"latest": None}
+    start = definition.versions.filter(number=base).first() if isinstance(base, int) else None
+    return {
+        "latest": {**version_summary(latest), "graph": latest.graph},
+        "their_changes": graph_diff(start.graph, latest.graph) if start is not None else None,
+        "your_changes": graph_diff(latest.graph, graph),
+    }
 
 
 @api_view(("GET",), perm=permissions.VIEW_GRAPHS)
 @_guarded
 def version_detail(request: HttpRequest, slug: str, number: int) -> JsonResponse:
     version = _version(_definition(slug), number)
-    return JsonResponse({**version_summary(version), "graph": version.graph})
+    return JsonResponse({**version_summary(version), "graph": version.graph,
+                         "input_schema": input_schema(version.graph)})
 
 
 @api_view(("POST",), perm=(permissions.VIEW_GRAPHS, SAVE_PERM))
@@ -210,8 +239,9 @@ NODE_IGNORED = {"id", "position"}
 def graph_diff(old: dict[str, Any], new: dict[str, Any]) -> dict[str, Any]:
     """Compare two graphs. Nodes match by id; edges by (source, target) in order, so an edge whose
     condition changed shows as changed rather than removed and added."""
-    old_nodes = {n["id"]: n for n in old.get("nodes") or [] if isinstance(n, dict) and "id" in n}
-    new_nodes = {n["id"]: n for n in new.get("nodes") or [] if isinstance(n, dict) and "id" in n}
+    # A graph being saved has not been validated yet: anything that is not a node or edge is skipped.
+    old_nodes = {n["id"]: n for n in _list(old.get("nodes")) if isinstance(n, dict) and isinstance(n.get("id"), str)}
+    new_nodes = {n["id"]: n for n in _list(new.get("nodes")) if isinstance(n, dict) and isinstance(n.get("id"), str)}
     changed = []
     moved = []
     for node_id in old_nodes.keys() & new_nodes.keys():
@@ -232,7 +262,7 @@ def graph_diff(old: dict[str, Any], new: dict[str, Any]) -> dict[str, Any]:
     def edge_json(edge: dict[str, Any]) -> dict[str, Any]:
         return {"source": edge.get("source"), "target": edge.get("target"), "when": edge.get("when") or None}
 
-    old_edges, new_edges = by_pair(old.get("edges") or []), by_pair(new.get("edges") or [])
+    old_edges, new_edges = by_pair(_list(old.get("edges"))), by_pair(_list(new.get("edges")))
     edges_added, edges_removed, edges_changed = [], [], []
     for pair in sorted(old_edges.keys() | new_edges.keys()):
         before, after = old_edges.get(pair, []), new_edges.get(pair, [])
@@ -253,7 +283,7 @@ def graph_diff(old: dict[str, Any], new: dict[str, Any]) -> dict[str, Any]:
         edges_removed += [edge_json(e) for e in rest_before[len(rest_after):]]
         edges_added += [edge_json(e) for e in rest_after[len(rest_before):]]
 
-    old_settings, new_settings = old.get("settings") or {}, new.get("settings") or {}
+    old_settings, new_settings = _dict(old.get("settings")), _dict(new.get("settings"))
     settings = {k: [old_settings.get(k), new_settings.get(k)] for k in sorted(old_settings.keys() | new_settings.keys())
                 if old_settings.get(k) != new_settings.get(k)}
     return {
@@ -262,8 +292,17 @@ def graph_diff(old: dict[str, Any], new: dict[str, Any]) -> dict[str, Any]:
                   "changed": sorted(changed, key=lambda c: c["id"]), "moved": sorted(moved)},
         "edges": {"added": edges_added, "removed": edges_removed, "changed": edges_changed},
         "settings": settings,
+        "input_changed": old.get("input") != new.get("input"),
         "identical": old == new,
     }
+
+
+def _list(value: Any) -> list[Any]:
+    return value if isinstance(value, list) else []
+
+
+def _dict(value: Any) -> dict[str, Any]:
+    return value if isinstance(value, dict) else {}
 
 
 @api_view(("POST",), perm=permissions.VIEW_GRAPHS)

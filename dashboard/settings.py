@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 from pathlib import Path
 
 import dj_database_url
@@ -66,6 +67,8 @@ TEMPLATES = [
                 "django.contrib.auth.context_processors.auth",
                 "django.contrib.messages.context_processors.messages",
             ],
+            # `|stamp`: every page shows a moment the same way (dashboard/templatetags/timestamps.py).
+            "builtins": ["dashboard.templatetags.timestamps"],
         },
     },
 ]
@@ -169,6 +172,10 @@ STEADYFLOW = {
     # OpenAI-compatible LLM provider
     "LLM_BASE_URL": env_str("STEADYFLOW_LLM_BASE_URL", "https://api.openai.com/v1"),
     "LLM_API_KEY": env_str("STEADYFLOW_LLM_API_KEY", ""),
+    # The provider of an llm node that names none: `openai` once an endpoint or key is configured,
+    # else `scripted` (offline), so a node left at its default never calls a paid API by surprise.
+    "LLM_DEFAULT_PROVIDER": env_str("STEADYFLOW_LLM_DEFAULT_PROVIDER", "openai" if (
+        os.environ.get("STEADYFLOW_LLM_API_KEY") or os.environ.get("STEADYFLOW_LLM_BASE_URL")) else "scripted"),
     "LLM_MAX_IN_FLIGHT": env_int("STEADYFLOW_LLM_MAX_IN_FLIGHT", 500, minimum=1),
     "LLM_MAX_PER_PROVIDER": env_int("STEADYFLOW_LLM_MAX_PER_PROVIDER", 400, minimum=1),
     # ai consumer: on SIGTERM, in-flight jobs get this long to finish before their steps are given
@@ -213,6 +220,9 @@ STEADYFLOW = {
     "BATCH_MAX": env_int("STEADYFLOW_BATCH_MAX", 20, minimum=1),
     # Small endpoints the examples call when run locally (make run turns them on).
     "DEMO_ENDPOINTS": env_bool("STEADYFLOW_DEMO_ENDPOINTS", False),
+    # Where the examples' declared input defaults send their http nodes (load_examples writes it into
+    # them): this server's demo endpoints. `make run` sets it to the port it took.
+    "DEMO_BASE_URL": env_str("STEADYFLOW_DEMO_BASE_URL", "http://127.0.0.1:8000"),
 }
 
 if STEADYFLOW["STORE"] not in ("sql", "orm"):

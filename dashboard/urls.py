@@ -22,6 +22,7 @@ urlpatterns = [
     path("instances/<int:instance_id>/", views.instance_detail, name="instance"),
     path("api/node-types", api.node_types, name="api-node-types"),
     path("api/validate", api.validate, name="api-validate"),
+    path("api/functions", api.functions, name="api-functions"),
     path("api/workflows/<slug:slug>/instances", api.start_instance, name="api-start"),
     path("api/workflows/<slug:slug>/instances/bulk", api.start_instances, name="api-start-many"),
     path("api/workflows/<slug:slug>/versions", editor_api.versions, name="api-editor-versions"),

@@ -135,6 +135,12 @@ def _instance_list_context(request: HttpRequest) -> dict[str, Any]:
         versions = list(WorkflowVersion.objects.filter(definition__slug=filters["workflow"])
                         .values_list("pk", flat=True))
         instances = instances.filter(version_id__in=versions)
+    statuses = [status.value for status in InstanceStatus]
+    if filters["status"] and filters["status"] not in statuses:
+        # An unknown status used to filter down to nothing without a word.
+        errors.append(f"'status' must be one of {', '.join(statuses)}, not {filters['status']!r}: showing every "
+                      "status")
+        filters["status"] = ""
     if filters["status"]:
         instances = instances.filter(status=filters["status"])
     if filters["reason"]:
@@ -161,7 +167,7 @@ def _instance_list_context(request: HttpRequest) -> dict[str, Any]:
         "errors": errors,
         "query_string": urlencode(kept),
         "workflows": WorkflowDefinition.objects.order_by("slug").values_list("slug", flat=True),
-        "statuses": [status.value for status in InstanceStatus],
+        "statuses": statuses,
         "reasons": sorted(set(KNOWN_REASONS) | ({filters["reason"]} if filters["reason"] else set())),
     }
 

@@ -287,6 +287,8 @@ def run(load_examples: bool = True) -> int:
     os.environ["STEADYFLOW_HTTP_ALLOWLIST"] = ",".join(filter(None, [allow, f"127.0.0.1:{port}",
                                                                       f"localhost:{port}"]))
     os.environ.setdefault("STEADYFLOW_DEMO_ENDPOINTS", "1")
+    # The examples' input defaults point at those endpoints on the port taken (load_examples).
+    os.environ.setdefault("STEADYFLOW_DEMO_BASE_URL", f"http://127.0.0.1:{port}")
     procs: list[subprocess.Popen[bytes]] = []
     redis: subprocess.Popen[bytes] | None = None
     children: dict[str, subprocess.Popen[bytes]] = {}

@@ -44,8 +44,27 @@ class DefinitionAdmin(admin.ModelAdmin):
     inlines = [VersionInline]
 
 
+class RuntimeRecordAdmin(admin.ModelAdmin):
+    """The engine's own records: written by the runtime in one transaction with their events and
+    checkpoint, never by hand. Adding one from the admin used to fail with a 500 (columns only the
+    runtime fills); changing or deleting one would break the history every page replays."""
+
+    def has_add_permission(self, request: HttpRequest) -> bool:
+        return False
+
+    def has_change_permission(self, request: HttpRequest, obj: Any = None) -> bool:
+        return False
+
+
+class HistoryAdmin(RuntimeRecordAdmin):
+    """Step runs, events and checkpoints: the history itself cannot be deleted piecemeal either."""
+
+    def has_delete_permission(self, request: HttpRequest, obj: Any = None) -> bool:
+        return False
+
+
 @admin.register(WorkflowInstance)
-class InstanceAdmin(admin.ModelAdmin):
+class InstanceAdmin(RuntimeRecordAdmin):
     list_display = ("id", "version", "status", "halt_reason", "loop_count", "created_at")
     list_filter = ("status", "halt_reason")
     search_fields = ("=id", "trace_id")
@@ -54,7 +73,7 @@ class InstanceAdmin(admin.ModelAdmin):
 
 
 @admin.register(StepRun)
-class StepRunAdmin(admin.ModelAdmin):
+class StepRunAdmin(HistoryAdmin):
     list_display = ("id", "instance", "node_id", "visit", "attempt", "status", "queue", "worker")
     list_filter = ("status", "queue")
     search_fields = ("=instance__id", "node_id", "idempotency_key")
@@ -62,14 +81,14 @@ class StepRunAdmin(admin.ModelAdmin):
 
 
 @admin.register(Event)
-class EventAdmin(admin.ModelAdmin):
+class EventAdmin(HistoryAdmin):
     list_display = ("instance", "seq", "type", "node_id", "created_at")
     list_filter = ("type",)
     readonly_fields = [f.name for f in Event._meta.fields]
 
 
 @admin.register(Checkpoint)
-class CheckpointAdmin(admin.ModelAdmin):
+class CheckpointAdmin(HistoryAdmin):
     list_display = ("instance", "seq", "checksum", "created_at")
     readonly_fields = [f.name for f in Checkpoint._meta.fields]
 
@@ -89,6 +108,14 @@ def _bulk(request: HttpRequest, queryset: Any, action: str) -> None:
         messages.success(request, f"{action}: {done} item(s) decided")
     for problem in problems:
         messages.error(request, problem)
+
+
+def _note_new_items(request: HttpRequest, decided: ReviewItem) -> None:
+    """A decided item leaves the open list, but a resumed instance may halt again at once (a loop that
+    keeps looping): its new item looks like the old one still there. Say so."""
+    for other in ReviewItem.objects.filter(instance_id=decided.instance_id, status="open").exclude(pk=decided.pk):
+        messages.warning(request, f"instance #{decided.instance_id} is waiting for review again: item {other.pk} "
+                                  f"({other.reason})")
 
 
 @admin.register(ReviewItem)
@@ -159,6 +186,7 @@ class ReviewItemAdmin(admin.ModelAdmin):
                 messages.error(request, str(exc))
             else:
                 messages.success(request, f"review item {item.pk}: {form.cleaned_data['action']} applied")
+                _note_new_items(request, item)
                 return HttpResponseRedirect(reverse("admin:workflows_reviewitem_changelist"))
         context = {**self.admin_site.each_context(request), "title": f"Decide: {item}", "item": item, "form": form,
                    "opts": self.model._meta, "events": item.instance.events.order_by("-seq")[:30]}
@@ -196,6 +224,10 @@ class BreakerStateAdmin(admin.ModelAdmin):
     list_display = ("key", "state", "opened_at", "updated_at")
     readonly_fields = [f.name for f in BreakerState._meta.fields]
     actions = ["reset_selected"]
+
+    def has_add_permission(self, request: HttpRequest) -> bool:
+        # A row per provider key is made by the first call through it; an empty form made a keyless one.
+        return False
 
     @admin.action(description="Close (reset) the selected breakers", permissions=["change"])
     def reset_selected(self, request: HttpRequest, queryset: Any) -> None:

@@ -36,6 +36,7 @@ from django.utils import timezone
 
 from workflows.engine import breaker as logic
 from workflows.engine.breaker_local import LocalCounts
+from workflows.engine.nodes.llm import provider_of
 from workflows.models import BreakerState
 
 log = logging.getLogger("steadyflow.breakers")
@@ -65,7 +66,7 @@ def _cache_s() -> float:
 
 def provider_key(config: dict[str, Any]) -> str:
     """The breaker an llm node's call counts against (`config` is the rendered node config)."""
-    if config.get("provider") == "scripted":
+    if provider_of(config, settings.STEADYFLOW.get("LLM_DEFAULT_PROVIDER", "scripted")) == "scripted":
         return "scripted"
     # Anything else is sent to the OpenAI-compatible endpoint (see LLM._call_provider).
     model = str(config.get("model") or DEFAULT_MODEL)

@@ -12,7 +12,7 @@ from workflows.engine.errors import GraphInvalid, GraphIssue
 from workflows.engine.validation import validate_graph
 from workflows.models import WorkflowDefinition, WorkflowVersion
 
-GRAPH_KEYS = ("nodes", "edges", "settings")
+GRAPH_KEYS = ("nodes", "edges", "settings", "input")
 META_KEYS = ("slug", "name", "description")
 
 

@@ -90,6 +90,31 @@ def test_node_types_lists_every_kind_with_its_schema(reader):
     assert kinds["start"]["structural"] is True
 
 
+@pytest.mark.parametrize(("configured", "default"), [({}, "scripted"), ({"LLM_DEFAULT_PROVIDER": "openai"}, "openai")])
+def test_node_types_serves_the_effective_llm_provider_default(nobody, settings, configured, default):
+    runtime.engine_config.cache_clear()
+    settings.STEADYFLOW = {**settings.STEADYFLOW, **configured}
+    try:
+        kinds = {kind["name"]: kind for kind in nobody.get("/api/node-types").json()["node_types"]}
+    finally:
+        runtime.engine_config.cache_clear()
+    assert kinds["llm"]["schema"]["properties"]["provider"]["default"] == default
+
+
+def test_functions_lists_registered_functions_with_their_docstrings(anonymous, nobody):
+    viewer = client_for(user_with("vera", "view_workflowversion"))  # what the viewers group holds
+    response = viewer.get("/api/functions")
+    assert response.status_code == 200
+    functions = {f["name"]: f["doc"] for f in response.json()["functions"]}
+    assert functions["examples.lookup_order"] == ("A tool the ReAct agent calls: looks up the order the LLM "
+                                                   "asked for.")
+    assert "noop" in functions  # the tests' own module registers it
+    assert list(functions) == sorted(functions)
+    assert_error(anonymous.get("/api/functions"), 401, "authentication required")
+    assert_error(nobody.get("/api/functions"), 403, "workflows.view_workflowversion")
+    assert_error(viewer.post("/api/functions"), 405, "method POST not allowed")
+
+
 def test_node_types_refuses_anonymous_and_other_methods(anonymous, nobody):
     assert_error(anonymous.get("/api/node-types"), 401, "authentication required")
     body = assert_error(nobody.post("/api/node-types"), 405, "method POST not allowed")
@@ -212,6 +237,40 @@ def test_start_rejects_bad_input_with_json_errors(operator, flow, settings):
     assert_error(post_json(operator, url, {"input": {"blob": "x" * 5000}}), 413, "start input is")
     settings.DATA_UPLOAD_MAX_MEMORY_SIZE = 1024
     assert_error(post_json(operator, url, {"input": {"blob": "x" * 5000}}), 413, "request body is too large")
+    assert WorkflowInstance.objects.count() == 0
+
+
+INPUT_SCHEMA = {"type": "object", "required": ["amount", "who"], "properties": {
+    "amount": {"type": "number", "description": "EUR", "default": 10, "minimum": 0},
+    "who": {"type": "string"},
+    "tags": {"type": "array", "items": {"type": "string"}, "default": ["a"]},
+}}
+
+
+@pytest.fixture
+def typed(db: None) -> Any:
+    return save_version("typed-flow", {**GRAPH, "input": INPUT_SCHEMA})
+
+
+def test_start_applies_declared_defaults(operator, typed):
+    response = post_json(operator, START.format(slug="typed-flow"), {"input": {"who": "ann"}})
+    assert response.status_code == 201, response.content
+    assert response.json()["context"] == {"who": "ann", "amount": 10, "tags": ["a"]}
+    assert WorkflowInstance.objects.get().input == {"who": "ann", "amount": 10, "tags": ["a"]}
+
+
+def test_start_refuses_input_the_schema_refuses_naming_each_field(operator, typed):
+    url = START.format(slug="typed-flow")
+    body = assert_error(post_json(operator, url, {"input": {"amount": "ten", "tags": [1]}}), 400,
+                        "input.amount: must be a number")
+    assert body["error"] == body["message"]
+    assert body["fields"] == {"amount": "must be a number", "tags.0": "must be a string", "who": "is required"}
+    assert body["message"] == "input.amount: must be a number; input.tags.0: must be a string; input.who: is required"
+    body = assert_error(post_json(operator, url, {"input": {"who": "x", "amount": -1}}), 400,
+                        "input.amount: must be at least 0")
+    bulk = assert_error(post_json(operator, url + "/bulk", {"inputs": [{"who": "a"}, {"who": 3}]}), 400,
+                        "inputs[1].who: must be a string")
+    assert bulk["fields"] == {"who": "must be a string"} and bulk["index"] == 1
     assert WorkflowInstance.objects.count() == 0
 
 

@@ -48,10 +48,13 @@ class GraphSettings:
 
 
 class Graph:
-    def __init__(self, nodes: Iterable[Node], edges: Iterable[Edge], settings: GraphSettings) -> None:
+    def __init__(self, nodes: Iterable[Node], edges: Iterable[Edge], settings: GraphSettings,
+                 input_schema: dict[str, Any] | None = None) -> None:
         self.nodes: dict[str, Node] = {node.id: node for node in nodes}
         self.edges: list[Edge] = list(edges)
         self.settings = settings
+        # The declared start input (JSON Schema, workflows/engine/inputs.py), or None.
+        self.input_schema = input_schema
         self._out: dict[str, list[Edge]] = {node_id: [] for node_id in self.nodes}
         self._in: dict[str, list[Edge]] = {node_id: [] for node_id in self.nodes}
         for edge in self.edges:
@@ -87,7 +90,8 @@ class Graph:
             budget_usd=raw_settings.get("budget_usd"),
             budget_tokens=raw_settings.get("budget_tokens"),
         )
-        return cls(nodes, edges, settings)
+        input_schema = data.get("input")
+        return cls(nodes, edges, settings, input_schema if isinstance(input_schema, dict) else None)
 
     def outgoing(self, node_id: str) -> list[Edge]:
         return self._out.get(node_id, [])

@@ -62,3 +62,8 @@ MAX_JSON_DEPTH = 64
 # budget_usd a decimal with 8 digits before the point.
 MAX_TOTAL_TRANSITIONS = 2_147_483_647
 MAX_TOTAL_BUDGET_USD = Decimal(10_000_000)
+
+# A workflow's declared start input (the graph's `input` key, workflows/engine/inputs.py).
+MAX_INPUT_FIELDS = 200               # top-level fields
+MAX_INPUT_DEPTH = 8                  # levels of nested object fields
+MAX_INPUT_SCHEMA_BYTES = 64_000      # the schema as JSON

@@ -18,6 +18,9 @@ class EngineConfig:
     http_allowlist: tuple[str, ...] = ()
     llm_base_url: str = "https://api.openai.com/v1"
     llm_api_key: str = ""
+    # The provider of an llm node that names none: `scripted` until a real one is configured
+    # (settings: STEADYFLOW_LLM_DEFAULT_PROVIDER), so a node left at its default never calls a paid API.
+    llm_default_provider: str = "scripted"
     llm_max_per_provider: int = 400
     llm_prices: Mapping[str, Mapping[str, float]] = field(default_factory=dict)
     default_timeout_s: float = 300.0
@@ -92,7 +95,9 @@ class NodeKind:
     async def arun(self, call: StepCall) -> NodeResult:
         return self.run(call)
 
-    def describe(self) -> dict[str, Any]:
+    def describe(self, engine: EngineConfig | None = None) -> dict[str, Any]:
+        """What the editor and the live view know of this kind; `engine` supplies defaults that depend
+        on the deployment (the llm node's provider)."""
         return {
             "name": self.name,
             "label": self.label or self.name,

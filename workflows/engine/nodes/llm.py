@@ -1,14 +1,15 @@
 from __future__ import annotations
 
 import asyncio
+import copy
 from functools import partial
 from typing import Any, ClassVar
 
 from workflows.engine import limits, outbound, providers
-from workflows.engine.errors import CircuitOpen, GraphIssue, ProviderError, StepTimeout
+from workflows.engine.errors import CircuitOpen, ConfigError, GraphIssue, ProviderError, StepTimeout
 from workflows.engine.graph import Graph, Node
 from workflows.engine.nodes import register
-from workflows.engine.nodes.base import NodeKind, NodeResult, StepCall
+from workflows.engine.nodes.base import EngineConfig, NodeKind, NodeResult, StepCall
 
 ROUTE_INSTRUCTION = "Reply with exactly one of these words and nothing else: {routes}."
 
@@ -32,7 +33,8 @@ class LLM(NodeKind):
         "required": ["prompt"],
         "additionalProperties": False,
         "properties": {
-            "provider": {"type": "string", "enum": ["openai", "scripted"], "default": "openai",
+            # The default shown here is the engine's (EngineConfig.llm_default_provider): see describe().
+            "provider": {"type": "string", "enum": ["openai", "scripted"], "default": "scripted",
                          "title": "Provider"},
             "model": {"type": "string", "title": "Model", "default": "gpt-4o-mini"},
             "system": {"type": "string", "title": "System prompt", "format": "textarea"},
@@ -61,6 +63,14 @@ class LLM(NodeKind):
             },
         },
     }
+
+    def describe(self, engine: EngineConfig | None = None) -> dict[str, Any]:
+        described = super().describe(engine)
+        if engine is not None:
+            schema = copy.deepcopy(self.config_schema)
+            schema["properties"]["provider"]["default"] = engine.llm_default_provider
+            described["schema"] = schema
+        return described
 
     def check(self, node: Node, graph: Graph) -> list[GraphIssue]:
         issues: list[GraphIssue] = []
@@ -112,7 +122,11 @@ class LLM(NodeKind):
 
     async def _call_provider(self, call: StepCall, routes: list[str]) -> providers.LLMReply:
         config = call.config
-        if config.get("provider", "openai") == "scripted":
+        if provider_of(config, call.engine.llm_default_provider) == "scripted":
+            if not config.get("script") and not config.get("provider"):
+                raise ConfigError(f"node '{call.node.id}' names no provider and none is configured "
+                                  "(STEADYFLOW_LLM_API_KEY or STEADYFLOW_LLM_BASE_URL): the default is the "
+                                  "scripted provider, which needs a script")
             reply, delay = providers.scripted_reply(list(config.get("script") or []), call.call_index)
             if delay:
                 await asyncio.sleep(delay)
@@ -131,6 +145,12 @@ class LLM(NodeKind):
         if routes and reply.route is None:
             reply.route = _route_from_text(reply.text or "", routes)
         return reply
+
+
+def provider_of(config: dict[str, Any], default: str) -> str:
+    """The provider an llm node's (rendered) config calls: its own, else the deployment's default."""
+    provider = config.get("provider")
+    return str(provider) if provider else default
 
 
 def _fallback(call: StepCall, breaker_key: str) -> NodeResult:
