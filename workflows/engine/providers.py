@@ -14,6 +14,7 @@ from typing import Any
 import aiohttp
 
 from workflows.engine.errors import PermanentStepError, ProviderError, StepTimeout
+from workflows.engine.secrets import scrub_text
 
 
 @dataclass
@@ -86,14 +87,17 @@ async def openai_chat(*, base_url: str, api_key: str, model: str, messages: list
                 if status == 429 or status >= 500:
                     raise ProviderError(f"LLM provider answered HTTP {status}", details={"status": status})
                 if status >= 400:
-                    text = (await response.text())[:300]
+                    # A provider may echo the key it was sent ("Incorrect API key provided: sk-..."):
+                    # the text goes into step errors and events, which every viewer reads.
+                    text = scrub_text(await response.text(), (api_key,))[:300]
                     raise ProviderError(f"LLM provider answered HTTP {status}: {text}", permanent=True,
                                         details={"status": status})
                 data = await response.json(content_type=None)
     except TimeoutError:
         raise StepTimeout(f"LLM call timed out after {timeout_s:g} s") from None
     except aiohttp.ClientError as exc:
-        raise ProviderError(f"LLM provider unreachable: {type(exc).__name__}: {exc}") from None
+        raise ProviderError(scrub_text(f"LLM provider unreachable: {type(exc).__name__}: {exc}", (api_key,))) \
+            from None
     try:
         message = data["choices"][0]["message"]
     except (KeyError, IndexError, TypeError):

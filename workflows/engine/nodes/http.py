@@ -9,6 +9,7 @@ from workflows.engine import limits, ssrf
 from workflows.engine.errors import PermanentStepError, StepError, StepTimeout
 from workflows.engine.nodes import register
 from workflows.engine.nodes.base import NodeKind, NodeResult, StepCall
+from workflows.engine.secrets import SecretScope
 
 _MAX_BODY_BYTES = 5_000_000
 
@@ -44,12 +45,22 @@ class Http(NodeKind):
     }
 
     def run(self, call: StepCall) -> NodeResult:
+        scope = call.secrets or SecretScope({})
+        try:
+            return NodeResult(output=scope.scrub(self._request(call, scope)))
+        except StepError as exc:
+            raise scope.scrub_error(exc) from None
+
+    def _request(self, call: StepCall, scope: SecretScope) -> dict[str, Any]:
+        # `config` holds `{{ secrets.NAME }}` as placeholders: revealed only in what is sent; messages
+        # name the URL as configured (`shown`), and what comes back is scrubbed by run().
         config = call.config
-        url = str(config["url"])
+        shown = str(scope.masked(str(config["url"])))
+        url = str(scope.reveal(str(config["url"])))
         ssrf.check_url(url, call.engine.http_allowlist)
         # Header names are case-insensitive: a configured "idempotency-key" must not travel next to the
         # step's own (the server would see two keys), and a configured traceparent wins in any case.
-        headers = {str(k): str(v) for k, v in (config.get("headers") or {}).items()
+        headers = {str(k): str(scope.reveal(v)) for k, v in (config.get("headers") or {}).items()
                    if str(k).lower() != "idempotency-key"}
         headers["Idempotency-Key"] = call.idempotency_key
         if not any(name.lower() == "traceparent" for name in headers):
@@ -58,24 +69,24 @@ class Http(NodeKind):
         try:
             with httpx.Client(timeout=timeout, follow_redirects=False) as client:
                 response = client.request(
-                    config.get("method", "GET"), url, headers=headers, params=config.get("params"),
-                    json=config.get("json") if "json" in config else None,
-                    content=config.get("body") if "body" in config else None,
+                    config.get("method", "GET"), url, headers=headers, params=scope.reveal(config.get("params")),
+                    json=scope.reveal(config.get("json")) if "json" in config else None,
+                    content=scope.reveal(config.get("body")) if "body" in config else None,
                 )
         except httpx.TimeoutException:
-            raise StepTimeout(f"HTTP request to {url} timed out after {timeout:g} s") from None
+            raise StepTimeout(f"HTTP request to {shown} timed out after {timeout:g} s") from None
         except httpx.HTTPError as exc:
-            raise StepError(f"HTTP request to {url} failed: {type(exc).__name__}: {exc}") from None
-        return NodeResult(output=_output(url, response))
+            raise StepError(f"HTTP request to {shown} failed: {type(exc).__name__}: {exc}") from None
+        return _output(shown, response, scope)
 
 
-def _output(url: str, response: httpx.Response) -> dict[str, Any]:
+def _output(url: str, response: httpx.Response, scope: SecretScope) -> dict[str, Any]:
     status = response.status_code
     if status >= 500 or status == 429:
         raise StepError(f"HTTP {status} from {url}", details={"status": status})
     if status >= 400:
         raise PermanentStepError(f"HTTP {status} from {url}", details={"status": status,
-                                                                        "body": response.text[:500]})
+                                                                        "body": scope.scrub(response.text)[:500]})
     if len(response.content) > _MAX_BODY_BYTES:
         raise PermanentStepError(f"response from {url} is larger than {_MAX_BODY_BYTES} bytes")
     body: Any
