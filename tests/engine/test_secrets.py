@@ -149,6 +149,9 @@ RAW = {"llm": frozenset({"script", "routes", "credential"})}
      "node 'ask': LLM provider credential 'crm' is a secret, not an LLM provider"),
     ({"id": "ask", "type": "llm", "config": {"prompt": "hi", "credential": "gone"}}, None,
      "node 'ask': LLM provider credential 'gone' does not exist"),
+    ({"id": "pay", "type": "python", "config": {"function": "noop"},
+      "compensate": {"type": "http", "config": {"url": "http://x/{{ secrets.gone }}"}}}, None,
+     "node 'pay': credential 'gone' does not exist"),
 ])
 def test_validation_names_the_node_and_the_problem(node: dict[str, Any], when: str | None, message: str) -> None:
     issues = sec.check_graph(graph_with(node, when), {"crm": "secret", "team": "llm_provider"}, RAW)

@@ -157,20 +157,30 @@ def _bare_uses(text: str) -> bool:
     return any("secrets" in _expression_names(expr) for expr in _TEMPLATE.findall(stripped))
 
 
+def _configs(nodes: list[Any]) -> Iterable[tuple[str, str, Mapping[str, Any], str]]:
+    """(node id, kind, config, field prefix) of each node, and of each `compensate` given as a node
+    of its own (it runs as one: runtime/config.py)."""
+    for node in nodes:
+        if not isinstance(node, Mapping):
+            continue
+        if isinstance(node.get("config"), Mapping):
+            yield str(node.get("id")), str(node.get("type")), node["config"], "config"
+        spec = node.get("compensate")
+        if isinstance(spec, Mapping) and isinstance(spec.get("config"), Mapping):
+            yield str(node.get("id")), str(spec.get("type", "python")), spec["config"], "compensate.config"
+
+
 def check_graph(graph: Mapping[str, Any], credentials: Mapping[str, str],
                 raw_keys: Mapping[str, frozenset[str]] | None = None) -> list[GraphIssue]:
     """Issues with a graph's use of credentials. `credentials` maps each known name to its kind
     (`secret` or `llm_provider`); `raw_keys` the config keys each node kind leaves unrendered."""
     issues: list[GraphIssue] = []
     nodes = graph.get("nodes") if isinstance(graph, Mapping) else None
-    for node in nodes if isinstance(nodes, list) else []:
-        if not isinstance(node, Mapping) or not isinstance(node.get("config"), Mapping):
-            continue
-        node_id, kind, config = str(node.get("id")), str(node.get("type")), node["config"]
+    for node_id, kind, config, prefix in _configs(nodes if isinstance(nodes, list) else []):
         raw = (raw_keys or {}).get(kind, frozenset())
         for key, value in config.items():
             names = references(value)
-            where = f"config.{key}"
+            where = f"{prefix}.{key}"
             if names and (kind not in SENDING_KINDS or key in raw):
                 issues.append(GraphIssue(
                     f"node '{node_id}': {{{{ secrets.… }}}} is only sent by http and llm nodes, in their "
@@ -191,13 +201,13 @@ def check_graph(graph: Mapping[str, Any], credentials: Mapping[str, str],
                 when = rule.get("when") if isinstance(rule, Mapping) else None
                 if isinstance(when, str) and ("secrets" in _expression_names(when) or REFERENCE.search(when)):
                     issues.append(GraphIssue(f"node '{node_id}': conditions may not read secrets (rule {i + 1})",
-                                             node=node_id, field=f"config.rules.{i}.when"))
+                                             node=node_id, field=f"{prefix}.rules.{i}.when"))
         if kind == "llm" and config.get("credential") is not None:
-            name = config.get("credential")
-            if not isinstance(name, str) or credentials.get(name) != "llm_provider":
-                what = "is a secret, not an LLM provider" if credentials.get(str(name)) else "does not exist"
-                issues.append(GraphIssue(f"node '{node_id}': LLM provider credential '{name}' {what}",
-                                         node=node_id, field="config.credential"))
+            provider = config.get("credential")
+            if not isinstance(provider, str) or credentials.get(provider) != "llm_provider":
+                what = "is a secret, not an LLM provider" if credentials.get(str(provider)) else "does not exist"
+                issues.append(GraphIssue(f"node '{node_id}': LLM provider credential '{provider}' {what}",
+                                         node=node_id, field=f"{prefix}.credential"))
     edges = graph.get("edges") if isinstance(graph, Mapping) else None
     for index, edge in enumerate(edges if isinstance(edges, list) else []):
         when = edge.get("when") if isinstance(edge, Mapping) else None
