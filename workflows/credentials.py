@@ -109,9 +109,10 @@ def validate(graph: Any) -> list[GraphIssue]:
     """The graph's validation (engine/validation.py) plus its use of credentials: every name a
     reference or an llm node's `credential` gives must exist, with the right kind; conditions may
     not read secrets; a literal model must be one the provider credential allows."""
-    issues = validate_graph(graph)
     if not isinstance(graph, Mapping):
-        return issues
+        return validate_graph(graph)
+    # The expression checks never see a reference: the renderer never does either (engine/secrets.py).
+    issues = validate_graph(engine_secrets.without_references(graph))
     credentials = known()
     issues += engine_secrets.check_graph(graph, credentials, _raw_keys())
     for node in graph.get("nodes") or []:

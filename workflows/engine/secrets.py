@@ -72,6 +72,12 @@ def _map_strings(value: Any, change: Callable[[str], str]) -> Any:
     return value
 
 
+def without_references(value: Any) -> Any:
+    """`value` with each `{{ secrets.NAME }}` replaced by plain text: what the template checks see, as
+    the renderer never sees a reference either (SecretScope.protect runs first)."""
+    return _map_strings(value, lambda text: REFERENCE.sub(lambda m: f"\u27e6secrets.{m.group(1)}\u27e7", text))
+
+
 def scrub_text(text: str, values: Iterable[str] = ()) -> str:
     """`text` without the given secret values, bearer tokens and `sk-...`-like keys."""
     for value in sorted({v for v in values if v}, key=len, reverse=True):
