@@ -62,6 +62,15 @@ def test_scrub_removes_values_bearer_tokens_and_key_like_strings() -> None:
     assert TOKEN not in error.message and TOKEN not in json.dumps(error.as_dict()) and TOKEN not in str(error)
 
 
+def test_echoes_url_encoded_or_json_escaped_are_scrubbed_too() -> None:
+    value = 'p@ss w/"quote"&more'
+    scope = sec.SecretScope({"pw": value})
+    echoed = {"query": "pw=p%40ss+w%2F%22quote%22%26more", "path": "/p%40ss%20w%2F%22quote%22%26more",
+              "raw": json.dumps({"pw": value})}
+    assert scope.scrub(echoed) == {"query": f"pw={sec.REDACTED}", "path": f"/{sec.REDACTED}",
+                                   "raw": json.dumps({"pw": sec.REDACTED})}
+
+
 def test_the_http_node_sends_values_and_stores_none(local_server: LocalServer) -> None:
     scope = sec.SecretScope({"crm": TOKEN})
     config = rendered(scope, {

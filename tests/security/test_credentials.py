@@ -143,3 +143,20 @@ def test_llm_provider_credentials_name_their_models_and_bound_breaker_keys(db: N
     # A model rendered from input shares one key: input cannot make breaker rows.
     assert provider_key({"model": "anything-" + "x" * 300}, account) == "credential:team-a:*"
     assert provider_key({"model": "m1"}) == "openai:*"
+
+
+@pytest.mark.django_db(transaction=True)
+def test_a_credential_deleted_after_save_fails_the_step_naming_it(redis_conn: Any) -> None:
+    from workflows import runtime
+    from workflows.inprocess import drain
+    from workflows.models import StepRun
+
+    credential = planted()
+    version = save_version("deleted", chain({"id": "call", "type": "http", "config": {
+        "url": "http://127.0.0.1:9/?k={{ secrets.crm_token }}"}}))
+    credential.delete()
+    instance = runtime.start_instance(version, {})
+    drain()
+    step = StepRun.objects.get(instance=instance, node_id="call")
+    assert step.status == "failed"
+    assert step.error["message"] == "node 'call': credential 'crm_token' does not exist (any more)"

@@ -15,11 +15,13 @@ Plain Python: the Django side (workflows/credentials.py) looks the values up and
 from __future__ import annotations
 
 import ast
+import json
 import re
 import secrets as random_tokens
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any
+from urllib.parse import quote, quote_plus
 
 from workflows.engine.errors import GraphIssue, StepError
 
@@ -86,6 +88,16 @@ def scrub_text(text: str, values: Iterable[str] = ()) -> str:
     return _KEY_LIKE.sub(REDACTED, text)
 
 
+def _variants(values: Iterable[str]) -> tuple[str, ...]:
+    """Each value as an echo may spell it: as sent, URL-encoded (a query string echoed back) and
+    JSON-escaped (a body echoed inside a string)."""
+    out: list[str] = []
+    for value in values:
+        if value:
+            out += [value, quote(value, safe=""), quote_plus(value), json.dumps(value)[1:-1]]
+    return tuple(dict.fromkeys(out))
+
+
 @dataclass(frozen=True)
 class ProviderAccount:
     """An LLM provider credential: where to send, with which key, and the models it may be asked for."""
@@ -104,7 +116,7 @@ class SecretScope:
         self._values = dict(values)
         self._nonce = random_tokens.token_hex(8)
         self._placeholder = re.compile(r"\u27e6secret:(" + NAME_PATTERN + r"):" + self._nonce + r"\u27e7")
-        self._scrub = tuple(v for v in (*self._values.values(), *scrub_also) if v)
+        self._scrub = _variants((*self._values.values(), *scrub_also))
 
     def __bool__(self) -> bool:
         return bool(self._scrub)
@@ -138,7 +150,7 @@ class SecretScope:
 
     def also_scrub(self, values: Iterable[str]) -> None:
         """Scrub these values too (an LLM provider credential's key)."""
-        self._scrub = (*self._scrub, *(v for v in values if v))
+        self._scrub = (*self._scrub, *_variants(values))
 
     def scrub(self, value: Any) -> Any:
         """What came back (an output, an error), recursively, without any value this scope holds."""
