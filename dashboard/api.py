@@ -13,12 +13,12 @@ from django.http import Http404, HttpRequest, HttpResponse, JsonResponse
 from dashboard import permissions
 from workflows import runtime
 from workflows.api_shapes import run_summary
+from workflows.credentials import validate as validate_graph
 from workflows.engine import strict_json
 from workflows.engine.errors import GraphInvalid, PayloadTooLarge
 from workflows.engine.functions import describe_functions
 from workflows.engine.inputs import InputInvalid
 from workflows.engine.nodes import known_kinds
-from workflows.engine.validation import validate_graph
 from workflows.models import WorkflowDefinition, WorkflowInstance, WorkflowVersion
 
 View = Callable[..., JsonResponse]

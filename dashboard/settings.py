@@ -2,10 +2,13 @@
 
 from __future__ import annotations
 
+import base64
+import hashlib
 import os
 from pathlib import Path
 
 import dj_database_url
+from cryptography.fernet import Fernet
 from django.core.exceptions import ImproperlyConfigured
 
 from dashboard.env import env_bool, env_float, env_int, env_json, env_list, env_str, env_url
@@ -21,6 +24,23 @@ if not SECRET_KEY:
         raise ImproperlyConfigured("SECRET_KEY must be set when DEBUG is off (production); for development set "
                                    "DEBUG=1 (make run does)")
     SECRET_KEY = "steadyflow-insecure-development-key-change-me"  # noqa: S105 - DEBUG only
+# Credentials (workflows/credentials.py) are encrypted with these Fernet keys: the first encrypts, each
+# decrypts (rotation: put a new key first, `manage.py rotate_credentials`, then drop the old one).
+CREDENTIALS_KEYS = env_list("STEADYFLOW_CREDENTIALS_KEY", [])
+if not CREDENTIALS_KEYS:
+    if not DEBUG:
+        raise ImproperlyConfigured("STEADYFLOW_CREDENTIALS_KEY must be set when DEBUG is off (production): a "
+                                   "Fernet key, e.g. from python -c 'from cryptography.fernet import Fernet; "
+                                   "print(Fernet.generate_key().decode())'")
+    # Development only: derived from the (development) SECRET_KEY, so make run keeps its credentials.
+    CREDENTIALS_KEYS = [base64.urlsafe_b64encode(
+        hashlib.sha256(b"steadyflow-credentials:" + SECRET_KEY.encode()).digest()).decode()]
+for _position, _key in enumerate(CREDENTIALS_KEYS, 1):
+    try:
+        Fernet(_key.encode())
+    except ValueError:
+        raise ImproperlyConfigured(f"STEADYFLOW_CREDENTIALS_KEY: key {_position} is not a Fernet key (32 bytes, "
+                                   "url-safe base64)") from None
 ALLOWED_HOSTS = env_list("ALLOWED_HOSTS", ["localhost", "127.0.0.1", "[::1]"])
 CSRF_TRUSTED_ORIGINS = env_list("CSRF_TRUSTED_ORIGINS", [])
 # A failed CSRF check on /api/ answers JSON with a message, like every other API error.
@@ -223,6 +243,7 @@ STEADYFLOW = {
     # Where the examples' declared input defaults send their http nodes (load_examples writes it into
     # them): this server's demo endpoints. `make run` sets it to the port it took.
     "DEMO_BASE_URL": env_str("STEADYFLOW_DEMO_BASE_URL", "http://127.0.0.1:8000"),
+    "CREDENTIALS_KEYS": CREDENTIALS_KEYS,
 }
 
 if STEADYFLOW["STORE"] not in ("sql", "orm"):

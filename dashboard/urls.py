@@ -4,7 +4,7 @@ from django.contrib.auth import views as auth_views
 from django.contrib.staticfiles.urls import staticfiles_urlpatterns
 from django.urls import path
 
-from dashboard import api, demo, editor, editor_api, instance_api, review_views, views
+from dashboard import api, credential_views, demo, editor, editor_api, instance_api, review_views, views
 from dashboard.login_throttle import ThrottledAdminAuthenticationForm, ThrottledAuthenticationForm
 
 # Both login pages say when a login is refused because of too many failures (dashboard/login_throttle.py).
@@ -39,6 +39,9 @@ urlpatterns = [
     path("api/instances/<int:instance_id>/rerun", instance_api.rerun, name="api-instance-rerun"),
     path("api/instances/<int:instance_id>/review", instance_api.review_decide, name="api-instance-review"),
     path("api/dashboard", instance_api.dashboard_stats, name="api-dashboard"),
+    path("credentials/", credential_views.credential_list, name="credential-list"),
+    path("credentials/<str:name>/", credential_views.credential_edit, name="credential-edit"),
+    path("credentials/<str:name>/delete", credential_views.credential_delete, name="credential-delete"),
     path("review/", review_views.review_list, name="review-list"),
     path("review/<int:item_id>/", review_views.review_detail, name="review-detail"),
     path("accounts/login/", auth_views.LoginView.as_view(authentication_form=ThrottledAuthenticationForm),

@@ -15,11 +15,13 @@ from django.utils.html import format_html
 from django.utils.timesince import timesince
 
 from workflows import breakers, review
+from workflows.credential_forms import CredentialForm
 from workflows.forms import ReviewDecisionForm
 from workflows.models import (
     AuditEntry,
     BreakerState,
     Checkpoint,
+    Credential,
     Event,
     ReviewItem,
     StepRun,
@@ -234,3 +236,20 @@ class BreakerStateAdmin(admin.ModelAdmin):
         for row in queryset:
             breakers.reset(row.key)
         messages.success(request, f"reset {queryset.count()} breaker(s)")
+
+
+@admin.register(Credential)
+class CredentialAdmin(admin.ModelAdmin):
+    """Values are write-only here as on the dashboard's page: the form never shows one, the list and
+    the history name the credential only."""
+
+    form = CredentialForm
+    list_display = ("name", "kind", "base_url", "updated_at", "updated_by")
+    list_filter = ("kind",)
+    search_fields = ("name", "description")
+    fields = ("name", "kind", "value", "base_url", "allowed_models_text", "description")
+
+    def save_model(self, request: HttpRequest, obj: Credential, form: Any, change: bool) -> None:
+        obj.updated_at = timezone.now()
+        obj.updated_by = request.user if request.user.is_authenticated else None
+        super().save_model(request, obj, form, change)

@@ -8,8 +8,8 @@ from django.db import transaction
 from django.db.models import Max
 from django.utils.text import slugify
 
+from workflows.credentials import validate as validate_graph
 from workflows.engine.errors import GraphInvalid, GraphIssue
-from workflows.engine.validation import validate_graph
 from workflows.models import WorkflowDefinition, WorkflowVersion
 
 GRAPH_KEYS = ("nodes", "edges", "settings", "input")

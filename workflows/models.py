@@ -334,3 +334,37 @@ class BreakerState(models.Model):
 
     def __str__(self) -> str:
         return f"{self.key}: {self.state}"
+
+
+class CredentialKind(models.TextChoices):
+    SECRET = "secret", "Secret (referenced as {{ secrets.NAME }})"
+    LLM_PROVIDER = "llm_provider", "LLM provider (base URL, key, models)"
+
+
+class Credential(models.Model):
+    """A named credential, its value encrypted at rest (workflows/credentials.py: Fernet with
+    STEADYFLOW_CREDENTIALS_KEY). Write-only: nothing ever shows a value after it is saved."""
+
+    name = models.CharField(max_length=64, unique=True)
+    kind = models.CharField(max_length=16, choices=CredentialKind.choices, default=CredentialKind.SECRET)
+    encrypted_value = models.TextField(editable=False)
+    # LLM providers only: an OpenAI-compatible base URL and the models nodes may ask for (empty: any).
+    base_url = models.URLField(max_length=500, blank=True)
+    allowed_models = models.JSONField(default=list, blank=True)
+    description = models.CharField(max_length=200, blank=True)
+    created_at = models.DateTimeField(default=timezone.now)
+    updated_at = models.DateTimeField(default=timezone.now)
+    updated_by = models.ForeignKey(settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.SET_NULL,
+                                   related_name="+")
+
+    class Meta:
+        ordering = ["name"]
+
+    def __str__(self) -> str:
+        return f"{self.name} ({self.kind})"
+
+    def set_value(self, value: str) -> None:
+        from workflows.credentials import encrypt
+
+        self.encrypted_value = encrypt(value)
+        self.updated_at = timezone.now()

@@ -1,4 +1,4 @@
-"""The three roles and their permissions. Migrations 0003 and 0005 create them; `ensure_roles` puts
+"""The three roles and their permissions. Migrations 0003, 0005 and 0007 create them; `ensure_roles` puts
 them back where a database was flushed (transactional tests) or a deployment deleted one."""
 
 from __future__ import annotations
@@ -10,7 +10,8 @@ _VIEW = ["view_workflowdefinition", "view_workflowversion", "view_workflowinstan
 ROLES: dict[str, list[str]] = {
     "viewers": _VIEW,
     "designers": _VIEW + ["add_workflowdefinition", "change_workflowdefinition", "add_workflowversion",
-                          "add_workflowinstance"],
+                          "add_workflowinstance", "view_credential", "add_credential", "change_credential",
+                          "delete_credential"],
     "operators": _VIEW + ["add_workflowinstance", "change_workflowinstance", "operate_workflowinstance",
                           "change_reviewitem", "decide_reviewitem", "change_breakerstate"],
 }

@@ -12,6 +12,7 @@ from typing import Any
 
 from workflows.engine import outbound
 from workflows.engine.errors import OutboundBlocked, PermanentStepError, ProviderError, StepTimeout
+from workflows.engine.secrets import scrub_text
 
 
 @dataclass
@@ -66,12 +67,15 @@ async def openai_chat(*, base_url: str, api_key: str, model: str, messages: list
     except (outbound.ResponseTooLarge, outbound.UndecodableBody) as exc:
         raise ProviderError(f"LLM provider reply {exc.message}", permanent=True) from None
     except outbound.TransportFailed as exc:
-        raise ProviderError(f"LLM provider unreachable: {exc.message}") from None
+        raise ProviderError(scrub_text(f"LLM provider unreachable: {exc.message}", (api_key,))) from None
     status = response.status
     if status == 429 or status >= 500:
         raise ProviderError(f"LLM provider answered HTTP {status}", details={"status": status})
     if status >= 400:
-        raise ProviderError(f"LLM provider answered HTTP {status}: {response.text[:300]}", permanent=True,
+        # A provider may echo the key it was sent ("Incorrect API key provided: sk-..."): the text goes
+        # into step errors and events, which every viewer reads.
+        text = scrub_text(response.text, (api_key,))[:300]
+        raise ProviderError(f"LLM provider answered HTTP {status}: {text}", permanent=True,
                             details={"status": status})
     try:
         data = json.loads(response.body)

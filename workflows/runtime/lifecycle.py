@@ -22,6 +22,7 @@ from typing import Any
 
 from django.utils import timezone
 
+from workflows import credentials
 from workflows import store as stores
 from workflows.engine import expressions
 from workflows.engine.errors import ExpressionError, PayloadTooLarge, PermanentStepError
@@ -132,8 +133,12 @@ def build_call(claim: Claim, now: datetime | None = None) -> StepCall:
     steps = StepOutputs(inst.pk)
     names = {"context": inst.context, "steps": steps, "input": inst.input}
     raw = node.config
+    # `{{ secrets.NAME }}` become this attempt's placeholders before rendering: the renderer never
+    # sees a value, and the config the step records holds none (workflows/credentials.py).
+    scope, account = credentials.for_node(node, kind.raw_config_keys)
     try:
-        config = {key: (value if key in kind.raw_config_keys else expressions.render(value, names))
+        config = {key: (value if key in kind.raw_config_keys
+                        else expressions.render(scope.protect(value) if scope is not None else value, names))
                   for key, value in raw.items()}
     except ExpressionError as exc:
         raise PermanentStepError(f"node '{node.id}': template failed: {exc}") from None
@@ -145,12 +150,13 @@ def build_call(claim: Claim, now: datetime | None = None) -> StepCall:
     if node.type == "llm":
         from workflows.breakers import DatabaseBreaker, provider_key
 
-        gate = DatabaseBreaker(provider_key(config))
+        gate = DatabaseBreaker(provider_key(config, account))
     call = StepCall(
         node=node, config=config, context=inst.context, steps=steps, start_input=inst.input,
         instance_id=inst.pk, visit=claim.step.visit, attempt=claim.step.attempt,
         idempotency_key=claim.step.idempotency_key, trace_id=inst.trace_id, now=now,
         activated_at=claim.step.created_at, engine=engine_config(), call_index=call_index, breaker=gate,
+        secrets=scope, provider=account,
     )
     claim.call = call
     return call
@@ -251,7 +257,15 @@ class _Finishing:
 
 
 def _checked(claim: Claim, outcome: Outcome) -> tuple[Outcome, str | None]:
-    """The payload limit on a successful output, serialised once (the check, the write)."""
+    """The payload limit on a successful output, serialised once (the check, the write); and no
+    secret the step was given in what it produced (an echo the node did not scrub, a traceback)."""
+    scope = claim.call.secrets if claim.call is not None else None
+    if scope:
+        if outcome.result is not None:
+            outcome.result.output = scope.scrub(outcome.result.output)
+            outcome.result.context_updates = scope.scrub(outcome.result.context_updates)
+        if outcome.error is not None:
+            scope.scrub_error(outcome.error)
     if outcome.error is None and outcome.result is not None and outcome.result.defer_until is None:
         try:
             return outcome, check_payload(f"output of step {claim.node.id}", outcome.result.output)

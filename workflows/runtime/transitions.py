@@ -58,7 +58,9 @@ def fired_edges(uow: UnitOfWork, node_id: str, output: Any) -> dict[int, bool]:
 def redacted_input(claim: Claim) -> dict[str, Any] | None:
     if claim.call is None:
         return None
-    config = dict(claim.call.config)
+    # Secret references show as `{{ secrets.NAME }}`, never as values (engine/secrets.py).
+    scope = claim.call.secrets
+    config = dict(scope.masked(claim.call.config) if scope is not None else claim.call.config)
     if isinstance(config.get("headers"), dict):
         config["headers"] = {
             k: ("***" if any(word in k.lower() for word in _SECRET_HEADER_WORDS) else v)

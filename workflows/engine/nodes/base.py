@@ -9,6 +9,7 @@ from typing import Any, ClassVar, Protocol
 
 from workflows.engine.errors import GraphIssue
 from workflows.engine.graph import Graph, Node
+from workflows.engine.secrets import ProviderAccount, SecretScope
 
 
 @dataclass(frozen=True)
@@ -59,6 +60,10 @@ class StepCall:
     engine: EngineConfig
     call_index: int = 0  # how many calls this node made earlier in this instance (scripted LLMs)
     breaker: BreakerGate | None = None
+    # `{{ secrets.NAME }}` references are placeholders in `config`: a handler reveals them only in
+    # what it sends, and scrubs what comes back (engine/secrets.py).
+    secrets: SecretScope | None = None
+    provider: ProviderAccount | None = None  # an llm node's provider credential (None: the environment's)
 
 
 @dataclass

@@ -7,6 +7,7 @@ from workflows.engine import limits, outbound
 from workflows.engine.errors import PermanentStepError, StepError, StepTimeout
 from workflows.engine.nodes import register
 from workflows.engine.nodes.base import NodeKind, NodeResult, StepCall
+from workflows.engine.secrets import SecretScope
 
 
 @register
@@ -42,11 +43,21 @@ class Http(NodeKind):
     }
 
     def run(self, call: StepCall) -> NodeResult:
+        scope = call.secrets or SecretScope({})
+        try:
+            return NodeResult(output=scope.scrub(self._request(call, scope)))
+        except StepError as exc:
+            raise scope.scrub_error(exc) from None
+
+    def _request(self, call: StepCall, scope: SecretScope) -> dict[str, Any]:
+        # `config` holds `{{ secrets.NAME }}` as placeholders: revealed only in what is sent; messages
+        # name the URL as configured (`shown`), and what comes back is scrubbed by run().
         config = call.config
-        url = str(config["url"])
+        shown = str(scope.masked(str(config["url"])))
+        url = str(scope.reveal(str(config["url"])))
         # Header names are case-insensitive: a configured "idempotency-key" must not travel next to the
         # step's own (the server would see two keys), and a configured traceparent wins in any case.
-        headers = {str(k): str(v) for k, v in (config.get("headers") or {}).items()
+        headers = {str(k): str(scope.reveal(v)) for k, v in (config.get("headers") or {}).items()
                    if str(k).lower() != "idempotency-key"}
         headers["Idempotency-Key"] = call.idempotency_key
         if not any(name.lower() == "traceparent" for name in headers):
@@ -56,28 +67,28 @@ class Http(NodeKind):
         try:
             response = outbound.request(
                 config.get("method", "GET"), url, policy=outbound.Policy(allowlist=call.engine.http_allowlist),
-                timeout_s=timeout, headers=headers, params=config.get("params"),
-                json=config.get("json") if "json" in config else None,
-                content=config.get("body") if "body" in config else None,
+                timeout_s=timeout, headers=headers, params=scope.reveal(config.get("params")),
+                json=scope.reveal(config.get("json")) if "json" in config else None,
+                content=scope.reveal(config.get("body")) if "body" in config else None,
             )
         except outbound.DeadlineExceeded:
-            raise StepTimeout(f"HTTP request to {url} timed out after {timeout:g} s") from None
+            raise StepTimeout(f"HTTP request to {shown} timed out after {timeout:g} s") from None
         except outbound.ResponseTooLarge as exc:
-            raise PermanentStepError(f"response from {url} is {exc.message}") from None
+            raise PermanentStepError(f"response from {shown} is {exc.message}") from None
         except outbound.UndecodableBody as exc:
-            raise PermanentStepError(f"response from {url} {exc.message}") from None
+            raise PermanentStepError(f"response from {shown} {exc.message}") from None
         except outbound.TransportFailed as exc:
-            raise StepError(f"HTTP request to {url} failed: {exc.message}") from None
-        return NodeResult(output=_output(url, response))
+            raise StepError(f"HTTP request to {shown} failed: {exc.message}") from None
+        return _output(shown, response, scope)
 
 
-def _output(url: str, response: outbound.Reply) -> dict[str, Any]:
+def _output(url: str, response: outbound.Reply, scope: SecretScope) -> dict[str, Any]:
     status = response.status
     if status >= 500 or status == 429:
         raise StepError(f"HTTP {status} from {url}", details={"status": status})
     if status >= 400:
         raise PermanentStepError(f"HTTP {status} from {url}", details={"status": status,
-                                                                        "body": response.text[:500]})
+                                                                        "body": scope.scrub(response.text)[:500]})
     body: Any
     try:
         body = response.json()

@@ -6,7 +6,7 @@ from functools import partial
 from typing import Any, ClassVar
 
 from workflows.engine import limits, outbound, providers
-from workflows.engine.errors import CircuitOpen, ConfigError, GraphIssue, ProviderError, StepTimeout
+from workflows.engine.errors import CircuitOpen, ConfigError, GraphIssue, ProviderError, StepError, StepTimeout
 from workflows.engine.graph import Graph, Node
 from workflows.engine.nodes import register
 from workflows.engine.nodes.base import EngineConfig, NodeKind, NodeResult, StepCall
@@ -27,7 +27,8 @@ class LLM(NodeKind):
     label = "LLM"
     icon = "✦"
     color = "#db2777"
-    raw_config_keys = frozenset({"script", "routes"})
+    # `credential` names a stored credential, never a template (breaker keys stay bounded).
+    raw_config_keys = frozenset({"script", "routes", "credential"})
     config_schema: ClassVar[dict[str, Any]] = {
         "type": "object",
         "required": ["prompt"],
@@ -36,6 +37,8 @@ class LLM(NodeKind):
             # The default shown here is the engine's (EngineConfig.llm_default_provider): see describe().
             "provider": {"type": "string", "enum": ["openai", "scripted"], "default": "scripted",
                          "title": "Provider"},
+            "credential": {"type": "string", "minLength": 1, "maxLength": 64,
+                           "title": "Provider credential (empty: the environment's provider)"},
             "model": {"type": "string", "title": "Model", "default": "gpt-4o-mini"},
             "system": {"type": "string", "title": "System prompt", "format": "textarea"},
             "prompt": {"type": "string", "title": "Prompt (templates allowed)", "format": "textarea"},
@@ -100,7 +103,11 @@ class LLM(NodeKind):
             return _fallback(call, gate.key)
         try:
             reply = await self._call_provider(call, routes)
-        except (ProviderError, StepTimeout) as exc:
+        except StepError as exc:
+            if call.secrets is not None:
+                call.secrets.scrub_error(exc)  # a provider echoing what it was sent
+            if not isinstance(exc, ProviderError | StepTimeout):
+                raise
             if gate is not None:
                 # Only provider-side failures count (5xx, 429, timeouts, unreachable): a permanent
                 # error (400/404/422: a bad model name, a bad request) is this node's own, and must not
@@ -131,13 +138,23 @@ class LLM(NodeKind):
             if delay:
                 await asyncio.sleep(delay)
             return reply
+        account = call.provider
+        model = str(config.get("model") or "gpt-4o-mini")
+        if account is not None and account.models and model not in account.models:
+            # Permanent and the node's own: not counted against the provider's breaker.
+            raise ProviderError(f"model {model!r} is not one credential '{account.name}' allows "
+                                f"({', '.join(account.models)})", permanent=True)
+        messages = _messages(config, routes)
         reply = await providers.openai_chat(
-            base_url=call.engine.llm_base_url,
-            # Operator-configured (settings), so it may be a local model server: trusted, still pinned.
-            policy=outbound.Policy(trusted=True),
-            api_key=call.engine.llm_api_key,
-            model=str(config.get("model") or "gpt-4o-mini"),
-            messages=_messages(config, routes),
+            base_url=account.base_url if account is not None else call.engine.llm_base_url,
+            # The environment's provider is operator-configured, so it may be a local model server
+            # (trusted, still pinned); a credential's base URL is typed by a designer, so it is checked
+            # like an http node's URL.
+            policy=(outbound.Policy(trusted=True) if account is None
+                    else outbound.Policy(allowlist=tuple(call.engine.http_allowlist))),
+            api_key=account.api_key if account is not None else call.engine.llm_api_key,
+            model=model,
+            messages=call.secrets.reveal(messages) if call.secrets is not None else messages,
             timeout_s=float(call.node.timeout_s or call.engine.default_timeout_s),
             limit=call.engine.llm_max_per_provider,
             extra={k: config[k] for k in ("temperature", "max_tokens") if k in config},
