@@ -4,7 +4,7 @@
 import { el } from "../lib/dom.js";
 import { compile } from "../lib/schema-check.js";
 import { state } from "./context.js";
-import { errorsByPath } from "./model.js";
+import { errorsByPath, parseField } from "./model.js";
 import { commit } from "./canvas.js";
 import { refreshPanelIssues } from "./panel.js";
 
@@ -27,26 +27,6 @@ export function schemaErrors(key, schema, value, prefix) {
   const validate = validator(key, schema);
   if (validate(value)) return {};
   return errorsByPath(validate.errors, prefix);
-}
-
-/** Parse a field's text: {value} or {error}. kinds: text, textarea, number, integer, select, lines, json, bool. */
-export function parseField(kind, raw) {
-  if (kind === "select") return { value: raw === "" ? undefined : raw };
-  if (kind === "bool") return { value: raw === "" ? undefined : raw === "true" };
-  if (raw.trim() === "") return { value: undefined };
-  if (kind === "number" || kind === "integer") {
-    const n = Number(raw);
-    return Number.isFinite(n) ? { value: n } : { error: "not a number" };
-  }
-  if (kind === "lines") return { value: raw.split("\n").map((s) => s.trim()).filter(Boolean) };
-  if (kind === "json") {
-    try {
-      return { value: JSON.parse(raw) };
-    } catch (exc) {
-      return { error: "not valid JSON: " + exc.message };
-    }
-  }
-  return { value: raw };
 }
 
 /** The input element of a field spec, showing spec.value. */

@@ -1,10 +1,9 @@
-/* Import and export of the graph JSON, and the Run dialog (start an instance of the latest version). */
+/* Import and export of the graph JSON. */
 
 import { el } from "../lib/dom.js";
-import { request } from "../lib/api.js";
 import * as G from "../lib/graph.js";
 import { CFG, state, view, isDirty } from "./context.js";
-import { parseImport, parseStartInput } from "./model.js";
+import { parseImport } from "./model.js";
 import { commit, showGraph, toGraph } from "./canvas.js";
 import { renderPanel } from "./panel.js";
 import { validate } from "./validation.js";
@@ -45,38 +44,4 @@ export function doImport() {
   $("#import-dialog").close();
   toast(`Imported ${parsed.graph.nodes.length} nodes and ${parsed.graph.edges.length} edges`, "ok");
   validate({ quiet: true });
-}
-
-export function checkRunInput() {
-  const { error } = parseStartInput($("#run-input").value);
-  const err = $("#run-error");
-  err.textContent = error || "";
-  err.hidden = !error;
-  $("#run-confirm").disabled = Boolean(error);
-  return !error;
-}
-
-export function openRun() {
-  if (!CFG.canRun || state.latest === null) return;
-  $("#run-version").textContent = `${state.name} v${state.latest}`;
-  $("#run-dirty").hidden = !isDirty();
-  checkRunInput();
-  $("#run-dialog").showModal();
-  $("#run-input").focus();
-}
-
-export async function doRun() {
-  if (!checkRunInput()) return;
-  $("#run-confirm").disabled = true;
-  try {
-    const data = await request("POST", CFG.urls.start, { input: parseStartInput($("#run-input").value).value });
-    state.history.markSaved(); // a run is not an edit: leave without asking
-    location.href = CFG.urls.instance.replace("{id}", data.id);
-  } catch (exc) {
-    const err = $("#run-error");
-    err.textContent = exc.message || `starting failed (${exc.status})`;
-    err.hidden = false;
-  } finally {
-    $("#run-confirm").disabled = false;
-  }
 }

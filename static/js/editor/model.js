@@ -90,6 +90,27 @@ export function parseImport(text) {
   return { graph, doc };
 }
 
+/** Parse a form field's text: {value} or {error}; empty text is no value (the key is left out).
+ * kinds: text, textarea, number, integer, select, lines, json, bool. */
+export function parseField(kind, raw) {
+  if (kind === "select") return { value: raw === "" ? undefined : raw };
+  if (kind === "bool") return { value: raw === "" ? undefined : raw === "true" };
+  if (raw.trim() === "") return { value: undefined };
+  if (kind === "number" || kind === "integer") {
+    const n = Number(raw);
+    return Number.isFinite(n) ? { value: n } : { error: "not a number" };
+  }
+  if (kind === "lines") return { value: raw.split("\n").map((s) => s.trim()).filter(Boolean) };
+  if (kind === "json") {
+    try {
+      return { value: JSON.parse(raw) };
+    } catch (exc) {
+      return { error: "not valid JSON: " + exc.message };
+    }
+  }
+  return { value: raw };
+}
+
 /** The Run dialog's text as a start input: {value} or {error}. Empty text is {}. */
 export function parseStartInput(text) {
   let value;

@@ -8,7 +8,8 @@ import { commit, deleteSelection, isReal, redo, runLayout, selection, undo, zoom
 import { setConnectMode } from "./handle.js";
 import { validate } from "./validation.js";
 import { doSave, openSave, openVersions, restoreVersion, runDiff } from "./versions.js";
-import { checkRunInput, doImport, doRun, exportJson, openImport, openRun } from "./io.js";
+import { doImport, exportJson, openImport } from "./io.js";
+import { bindRunDialog, openRun } from "./run.js";
 
 const $ = (sel) => document.querySelector(sel);
 
@@ -115,9 +116,7 @@ export function bindToolbar() {
   $("#save-form").addEventListener("submit", (e) => { e.preventDefault(); doSave(false); });
   on("#save-force", () => doSave(true));
   on("#save-cancel", () => $("#save-dialog").close());
-  $("#run-form").addEventListener("submit", (e) => { e.preventDefault(); doRun(); });
-  $("#run-input").addEventListener("input", checkRunInput);
-  on("#run-cancel", () => $("#run-dialog").close());
+  bindRunDialog();
   on("#versions-close", () => $("#versions-dialog").close());
   on("#diff-run", runDiff);
   $("#import-form").addEventListener("submit", (e) => { e.preventDefault(); doImport(); });
