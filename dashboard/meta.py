@@ -53,10 +53,11 @@ def ui_meta() -> dict[str, Any]:
 
 
 def context(request: HttpRequest) -> dict[str, Any]:
-    """Template context processor: `sf_meta` for base.html's json_script block."""
-    return {"sf_meta": ui_meta()}
+    """Template context processor: `sf_meta` for base.html's json_script block (logged-in pages only)."""
+    user = getattr(request, "user", None)
+    return {"sf_meta": ui_meta()} if user is not None and user.is_authenticated else {}
 
 
-@api_view(("GET",))
+@api_view(("GET",), perm="workflows.view_workflowinstance")
 def meta(request: HttpRequest) -> JsonResponse:
     return JsonResponse(ui_meta())

@@ -18,15 +18,28 @@ from workflows.engine.statuses import INSTANCE_FINAL, InstanceStatus, StepStatus
 ROOT = Path(__file__).resolve().parents[2]
 
 
-def test_meta_needs_a_login(client: Client, db: None) -> None:
+def viewer(django_user_model: Any, name: str = "viewer") -> Any:
+    from django.contrib.auth.models import Permission
+
+    user = django_user_model.objects.create_user(name)
+    user.user_permissions.add(Permission.objects.get(codename="view_workflowinstance"))
+    return user
+
+
+def test_meta_needs_a_login_and_the_viewer_permission(client: Client, django_user_model: Any) -> None:
     response = client.get("/api/meta")
     assert response.status_code == 401
     assert response.json() == {"message": "authentication required"}
+    client.force_login(django_user_model.objects.create_user("nobody"))
+    assert client.get("/api/meta").status_code == 403
+    # Nor is the block on a page for the anonymous (the login page).
+    client.logout()
+    assert 'id="sf-meta"' not in client.get("/accounts/login/").content.decode()
 
 
 def test_meta_serves_the_engine_tables_and_a_colour_for_every_status(client: Client,
                                                                      django_user_model: Any) -> None:
-    client.force_login(django_user_model.objects.create_user("someone"))
+    client.force_login(viewer(django_user_model))
     data = client.get("/api/meta").json()
     assert data == json.loads(json.dumps(ui_meta()))
     assert data["compensatePrefix"] == "compensate:"
@@ -56,11 +69,7 @@ def test_every_event_the_runtime_writes_is_a_known_kind() -> None:
 
 @pytest.mark.parametrize("url", ["/", "/workflows/", "/instances/"])
 def test_pages_carry_the_meta_block(client: Client, django_user_model: Any, url: str) -> None:
-    from django.contrib.auth.models import Permission
-
-    user = django_user_model.objects.create_user("viewer")
-    user.user_permissions.add(Permission.objects.get(codename="view_workflowinstance"))
-    client.force_login(user)
+    client.force_login(viewer(django_user_model))
     body = client.get(url).content.decode()
     block = re.search(r'<script id="sf-meta" type="application/json">(.*?)</script>', body, re.S)
     assert block, f"{url} has no sf-meta block"
