@@ -1,6 +1,6 @@
 """Pages of the workflow editor: the workflow list (create, duplicate, archive) and the editor itself.
 
-The editor page is one server-rendered shell plus static/js/editor.js, which talks to the JSON endpoints
+The editor page is one server-rendered shell plus the ES modules in static/js/editor/, which talks to the JSON endpoints
 in dashboard/editor_api.py and dashboard/api.py. The viewer role may look; the designers' permissions
 decide who may change anything (the page is read-only without them).
 """

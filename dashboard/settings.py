@@ -86,6 +86,7 @@ TEMPLATES = [
                 "django.template.context_processors.request",
                 "django.contrib.auth.context_processors.auth",
                 "django.contrib.messages.context_processors.messages",
+                "dashboard.meta.context",
             ],
             # `|stamp`: every page shows a moment the same way (dashboard/templatetags/timestamps.py).
             "builtins": ["dashboard.templatetags.timestamps"],

@@ -4,7 +4,7 @@ from django.contrib.auth import views as auth_views
 from django.contrib.staticfiles.urls import staticfiles_urlpatterns
 from django.urls import path
 
-from dashboard import api, credential_views, demo, editor, editor_api, instance_api, review_views, views
+from dashboard import api, credential_views, demo, editor, editor_api, instance_api, meta, review_views, views
 from dashboard.login_throttle import ThrottledAdminAuthenticationForm, ThrottledAuthenticationForm
 
 # Both login pages say when a login is refused because of too many failures (dashboard/login_throttle.py).
@@ -21,6 +21,7 @@ urlpatterns = [
     path("instances/", views.instance_list, name="instance-list"),
     path("instances/<int:instance_id>/", views.instance_detail, name="instance"),
     path("api/node-types", api.node_types, name="api-node-types"),
+    path("api/meta", meta.meta, name="api-meta"),
     path("api/validate", api.validate, name="api-validate"),
     path("api/functions", api.functions, name="api-functions"),
     path("api/workflows/<slug:slug>/instances", api.start_instance, name="api-start"),

@@ -467,7 +467,7 @@ def test_editor_page_is_read_only_without_the_designers_permission(designer: Cli
     assert missing.status_code == 302 and missing["Location"] == "/workflows/flow/edit/"
     assert designer.get("/workflows/nope/edit/").status_code == 404
     page = designer.get("/workflows/flow/edit/").content.decode()
-    assert "vendor/cytoscape.min.js" in page and "js/editor.js" in page and 'id="editor-config"' in page
+    assert "vendor/cytoscape.min.js" in page and "js/editor/main.js" in page and 'id="editor-config"' in page
 
 
 def test_run_from_the_editor_starts_the_latest_version(designer: Client, flow: WorkflowVersion) -> None:

@@ -82,7 +82,7 @@ def test_the_instance_page_needs_login_and_the_view_permission(client_for: Calla
     assert config["urls"]["events"] == f"/api/instances/{inst.pk}/events"
     assert {t["name"] for t in config["nodeTypes"]} >= {"start", "python", "llm", "end"}
     assert config["canOperate"] is False and config["canDecide"] is False and config["review"] is None
-    assert b"static/js/live.js" in response.content and b"js/graph-common.js" in response.content
+    assert b"static/js/live/main.js" in response.content and b'id="sf-meta"' in response.content
 
     operator = page_config(client_for(*OPERATOR).get(url))
     assert operator["canOperate"] is True and operator["canDecide"] is True
@@ -220,7 +220,7 @@ def test_dashboard_page(client_for: Callable[..., Client]) -> None:
     assert client_for().get("/").status_code == 403
     response = client_for(*VIEWER).get("/")
     assert response.status_code == 200
-    assert b'id="dashboard-stats"' in response.content and b"js/dashboard.js" in response.content
+    assert b'id="dashboard-stats"' in response.content and b"js/dashboard/main.js" in response.content
 
 
 # --- The instance list --------------------------------------------------------------------------

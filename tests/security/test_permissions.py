@@ -149,6 +149,7 @@ MATRIX: dict[str, list[Action]] = {
     "instance-list": [Action("GET", lambda w: "/instances/", VIEW_PAGE)],
     "instance": [Action("GET", lambda w: f"/instances/{w.task.pk}/", VIEW_PAGE)],
     "api-node-types": [api("GET", lambda w: "/api/node-types", VIEW_API)],
+    "api-meta": [api("GET", lambda w: "/api/meta", VIEW_API)],
     "api-validate": [api("POST", lambda w: "/api/validate", VIEW_API, {"graph": GRAPH})],
     "api-start": [api("POST", lambda w: f"/api/workflows/{SLUG}/instances", START_API, {"input": {}})],
     "api-start-many": [api("POST", lambda w: f"/api/workflows/{SLUG}/instances/bulk", START_API,

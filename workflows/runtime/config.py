@@ -13,10 +13,10 @@ from typing import Any
 from django.conf import settings
 
 from workflows.engine.errors import PayloadTooLarge
+from workflows.engine.event_kinds import COMPENSATE_PREFIX as COMPENSATE_PREFIX  # re-exported for the runtime
 from workflows.engine.graph import Graph, Node
 from workflows.engine.nodes import EngineConfig, NodeKind, known_kinds
 
-COMPENSATE_PREFIX = "compensate:"
 TRAIL_LENGTH = 50
 
 
