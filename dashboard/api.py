@@ -13,7 +13,7 @@ from django.http import Http404, HttpRequest, HttpResponse, JsonResponse
 from workflows import runtime
 from workflows.api_shapes import run_summary
 from workflows.engine import strict_json
-from workflows.engine.errors import GraphInvalid, PayloadTooLarge
+from workflows.engine.errors import ExpressionError, GraphInvalid, PayloadTooLarge
 from workflows.engine.nodes import known_kinds
 from workflows.engine.validation import validate_graph
 from workflows.models import WorkflowDefinition, WorkflowInstance, WorkflowVersion
@@ -159,6 +159,10 @@ def _starting(start: Callable[[], JsonResponse]) -> JsonResponse:
         return error(413, exc.message)
     except GraphInvalid as exc:
         return error(400, "the saved graph is invalid", errors=[i.as_dict() for i in exc.issues])
+    except ExpressionError as exc:
+        # A start node's condition that cannot be decided on this input (a missing field, a limit):
+        # decided before the start's transaction, so nothing was created.
+        return error(400, f"cannot start: {exc}")
 
 
 @api_view(("POST",), perm="workflows.add_workflowinstance")

@@ -302,7 +302,8 @@ def _succeed(uow: UnitOfWork, step: StepRun, claim: Claim, result: NodeResult, a
     try:
         fired = tx.fired_edges(uow, step.node_id, result.output)
     except ExpressionError as exc:
-        tx.fail_attempt(uow, step, claim, PermanentStepError(f"edge condition failed: {exc}"))
+        # Names the edge and the reason; fail_attempt names the node.
+        tx.fail_attempt(uow, step, claim, PermanentStepError(str(exc)))
         return None
     usage = result.usage
     uow.update_step(step, status=StepStatus.SUCCEEDED, output=result.output, usage=usage, finished_at=uow.now,
