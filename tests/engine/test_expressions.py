@@ -5,13 +5,14 @@ from __future__ import annotations
 import ast
 import copy
 import re
+from collections.abc import Iterator, Mapping
 from typing import Any
 
 import pytest
 
+from workflows.engine import expression_limits as lim
 from workflows.engine import expressions
 from workflows.engine.errors import ExpressionError
-from workflows.engine import expression_limits as lim
 from workflows.engine.expressions import (
     Budget,
     ExpressionLimit,
@@ -348,3 +349,37 @@ def test_a_template_hands_back_copies() -> None:
     rendered["tags"].append("z")
     rendered["a"]["b"] = 0
     assert context == CONTEXT
+
+
+def test_unpacking_checks_the_size_before_copying() -> None:
+    assert evaluate("[a + b for a, b in [('x', 'y'), 'zw']]", names()) == ["xy", "zw"]
+    with pytest.raises(ExpressionError, match="cannot unpack a str into 2 names"):
+        evaluate("[a for a, b in [doc]]", names({"doc": "d" * 100_000}))
+
+
+class LazyOutputs(Mapping[str, Any]):
+    """Like the runtime's `steps`: each key is a database read."""
+
+    def __init__(self) -> None:
+        self.reads = 0
+
+    def __getitem__(self, key: str) -> Any:
+        self.reads += 1
+        if key != "a":
+            raise KeyError(key)
+        return {"output": 1}
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(["a"])
+
+    def __len__(self) -> int:
+        return 1
+
+
+def test_steps_are_read_one_node_at_a_time() -> None:
+    lazy = LazyOutputs()
+    scope = condition_names({}, {}, lazy, {})
+    assert evaluate("steps.a.output == 1 and 'a' in steps", scope) is True
+    with pytest.raises(ExpressionError, match="cannot be compared as a whole"):
+        evaluate("steps == {'a': {'output': 1}}", scope)
+    assert lazy.reads == 2

@@ -149,8 +149,8 @@ def test_the_expression_checker_refuses_blowups_without_a_500(admin_client_: Cli
 
 @pytest.mark.django_db(transaction=True)
 def test_templates_render_inside_the_steps_time_limit(enqueued: list[int], monkeypatch: pytest.MonkeyPatch) -> None:
-    from workflows.runtime import lifecycle, loop
     from workflows import timeouts
+    from workflows.runtime import lifecycle, loop
 
     limited: list[bool] = []
     inside: list[bool] = [False]

@@ -246,6 +246,10 @@ def _charge_comparison(op: type[ast.cmpop], left: Any, right: Any, budget: Budge
     every item; `x in dict` hashes x once."""
     if op in (ast.Is, ast.IsNot):
         return
+    if op not in (ast.In, ast.NotIn) and any(isinstance(v, Mapping) and not isinstance(v, dict)
+                                             for v in (left, right)):
+        # `steps == x` would load every step's output to compare them.
+        raise ExpressionError("`steps` cannot be compared as a whole (compare steps.<node>.output)")
     if op in (ast.In, ast.NotIn):
         budget.touch(left)
         if isinstance(right, (str, list, tuple)):
@@ -260,11 +264,11 @@ def _bind(target: ast.expr, item: Any) -> dict[str, Any]:
     if isinstance(target, ast.Name):
         return {target.id: item}
     assert isinstance(target, ast.Tuple)  # checked at parse
-    values = list(item)
-    if len(values) != len(target.elts):
-        raise ExpressionError(f"cannot unpack {len(values)} values into {len(target.elts)} names")
+    # Sized first: unpacking a long text or list would copy it before finding it does not fit.
+    if not isinstance(item, (list, tuple, str)) or len(item) != len(target.elts):
+        raise ExpressionError(f"cannot unpack a {type(item).__name__} into {len(target.elts)} names")
     bound: dict[str, Any] = {}
-    for name, value in zip(target.elts, values, strict=True):
+    for name, value in zip(target.elts, item, strict=True):
         bound.update(_bind(name, value))
     return bound
 

@@ -35,6 +35,7 @@ MAX_EXPRESSION_DEPTH = 50
 _REFUSED_OPERATORS = {ast.LShift: "<<", ast.RShift: ">>", ast.BitOr: "|", ast.BitXor: "^", ast.BitAnd: "&",
                       ast.MatMult: "@", ast.Invert: "~"}
 _CONSTANT_TYPES = (str, int, float, bool, type(None))
+_FOLDED_MOST = 1000  # items plus characters of one folded constant
 
 
 def _short(expression: str) -> str:
@@ -141,9 +142,14 @@ def _has_names(node: ast.AST) -> bool:
     return any(isinstance(child, ast.Name) for child in ast.walk(node))
 
 
-def _immutable(value: Any) -> bool:
+def _immutable(value: Any, room: list[int]) -> bool:
+    """Immutable and small: a folded constant is kept with the parse (cached), so it may not be a
+    64 KiB text or a 10,000-item tuple; `room` is the items and characters left to it."""
+    room[0] -= 1 + (len(value) if isinstance(value, str) else 0)
+    if room[0] < 0:
+        return False
     if isinstance(value, (tuple, frozenset)):
-        return all(_immutable(item) for item in value)
+        return all(_immutable(item, room) for item in value)
     return isinstance(value, _CONSTANT_TYPES)
 
 
@@ -159,7 +165,7 @@ def _fold(node: ast.expr, budget: Budget) -> ast.expr:
         value = Evaluator({}, budget).eval(node)
         if isinstance(value, set):
             value = frozenset(value)
-        return ast.copy_location(ast.Constant(value=value), node) if _immutable(value) else node
+        return ast.copy_location(ast.Constant(value=value), node) if _immutable(value, [_FOLDED_MOST]) else node
     _fold_inside(node, budget)
     return node
 
