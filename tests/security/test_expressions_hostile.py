@@ -180,3 +180,22 @@ def test_a_template_cannot_render_past_its_text_limit() -> None:
     doc = "d" * 300_000
     with pytest.raises(ExpressionLimit, match=f"at most|{lim.MAX_STEPS}"):
         render("{{ context.doc }}" * 4, {"context": {"doc": doc}})
+
+
+@pytest.mark.django_db(transaction=True)
+def test_a_human_answer_whose_condition_fails_is_refused_with_the_reason(enqueued: list[int], user_in: Any) -> None:
+    from workflows import review
+    from workflows.models import ReviewItem
+
+    graph = {"nodes": [{"id": "start", "type": "start"},
+                       {"id": "ask", "type": "human", "config": {"prompt": "{{ context.s * 3 }}?"}},
+                       {"id": "end", "type": "end"}],
+             "edges": [edge("start", "ask"), edge("ask", "end", "approved and context.s * context.n == ''")]}
+    instance = runtime.start_instance(save_version("hostile-answer", graph), {"s": "ab", "n": 10**6})
+    item = ReviewItem.objects.get(instance=instance)
+    assert item.details["prompt"] == "ababab?"
+    with pytest.raises(review.ReviewError, match=r"node 'ask': the condition of edge 2 \(ask -> end\) failed: "
+                                                 "would build a text of 2000000 characters"):
+        review.decide(item.pk, user_in("operators", "olga"), review.Decision(action="approve"))
+    instance.refresh_from_db()
+    assert instance.status == "waiting"
