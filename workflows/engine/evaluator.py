@@ -65,11 +65,13 @@ class Evaluator:
         self.budget = budget
 
     def eval(self, node: ast.AST) -> Any:
-        self.budget.charge(1)
-        try:
-            handler = _HANDLERS[type(node)]
-        except KeyError:
-            raise ExpressionError(f"{type(node).__name__} is not allowed") from None
+        budget = self.budget
+        budget.left -= 1  # Budget.charge(1), inlined: this runs for every node of every condition
+        if budget.left < 0:
+            budget.charge(0)
+        handler = _HANDLERS.get(type(node))
+        if handler is None:
+            raise ExpressionError(f"{type(node).__name__} is not allowed")
         return handler(self, node)
 
     # --- Values ---------------------------------------------------------------------------------
@@ -165,6 +167,9 @@ class Evaluator:
         left, right, op = self.eval(node.left), self.eval(node.right), type(node.op)
         lim.check_int(left)
         lim.check_int(right)
+        if type(left) is int and type(right) is int:
+            # Big-integer arithmetic costs with the digits (a 4,096-bit product is 64 steps).
+            self.budget.charge((left.bit_length() + right.bit_length()) // 128)
         if op is ast.Mult:
             lim.check_product(left, right, self.budget)
         elif op is ast.Pow:
@@ -240,22 +245,35 @@ class Evaluator:
                 yield from self._loops(generators, index + 1, inner)
 
 
+_SCALARS = frozenset({int, float, bool, type(None)})
+_SIZED = (str, list, tuple, dict, set, frozenset)
+
+
 def _charge_comparison(op: type[ast.cmpop], left: Any, right: Any, budget: Budget) -> None:
     """Pay for a comparison before making it. `a == b` walks at most the smaller of the two (it stops
     at the shorter list, and dicts of different sizes differ at once); `x in list` may compare x with
     every item; `x in dict` hashes x once."""
-    if op in (ast.Is, ast.IsNot):
+    if op is ast.In or op is ast.NotIn:
+        if isinstance(right, str):
+            budget.charge_text(len(right) + (len(left) if isinstance(left, str) else 0))
+        elif isinstance(right, (list, tuple)) and (type(left) in _SCALARS or type(left) is str):
+            # A number or a text against each item: each comparison costs at most the text's length.
+            budget.charge(len(right) * (1 + (len(left) // lim.CHARS_PER_STEP if type(left) is str else 0)))
+        else:
+            budget.touch(left)  # hashed, or compared with each item of `right`
+            if isinstance(right, (list, tuple)):
+                budget.touch(right)
         return
-    if op not in (ast.In, ast.NotIn) and any(isinstance(v, Mapping) and not isinstance(v, dict)
-                                             for v in (left, right)):
+    if op is ast.Is or op is ast.IsNot or type(left) in _SCALARS or type(right) in _SCALARS:
+        return  # a number against anything answers at once
+    if type(left) is str and type(right) is str:
+        budget.charge_text(min(len(left), len(right)))
+        return
+    if (isinstance(left, Mapping) and not isinstance(left, dict)) or (
+            isinstance(right, Mapping) and not isinstance(right, dict)):
         # `steps == x` would load every step's output to compare them.
         raise ExpressionError("`steps` cannot be compared as a whole (compare steps.<node>.output)")
-    if op in (ast.In, ast.NotIn):
-        budget.touch(left)
-        if isinstance(right, (str, list, tuple)):
-            budget.touch(right)
-        return
-    sized = [v for v in (left, right) if isinstance(v, (str, list, tuple, dict, set, frozenset))]
+    sized = [v for v in (left, right) if isinstance(v, _SIZED)]
     if sized:
         budget.touch(min(sized, key=len))
 

@@ -19,7 +19,10 @@ def text_of(value: Any, budget: Budget, limit: int = lim.MAX_TEXT_CHARS) -> str:
     """str() as expressions see it: a collection as its JSON text; every result bounded."""
     if isinstance(value, str):
         return value
-    if value is None or isinstance(value, (bool, int, float)):
+    if type(value) is int:
+        budget.charge(value.bit_length() // 8)  # decimal conversion is quadratic in the digits
+        return str(value)
+    if value is None or isinstance(value, (bool, float)):
         return str(value)
     if isinstance(value, (dict, list, tuple)):
         return lim.bounded_json(value, budget, limit)
@@ -29,7 +32,7 @@ def text_of(value: Any, budget: Budget, limit: int = lim.MAX_TEXT_CHARS) -> str:
 def _int(budget: Budget, value: Any, *base: Any) -> int:
     if isinstance(value, str):
         lim.check_text(len(value), lim.MAX_INT_BITS)
-        budget.charge_text(len(value))
+        budget.charge(len(value) // 4)  # decimal conversion is quadratic in the digits
     result = int(value, *base)
     lim.check_int(result)
     return result
@@ -105,7 +108,11 @@ def text_method(text: str, method: str, args: list[Any], budget: Budget) -> Any:
     for arg in args:
         if not isinstance(arg, (str, tuple)) and not (method in ("count", "find", "split") and isinstance(arg, int)):
             raise ExpressionError(f"{method}() takes text arguments here")
-    budget.charge_text(len(text))
+        if isinstance(arg, tuple):
+            budget.charge(len(arg))  # startswith(('a', 'b', ...)) tries each
+        budget.touch(arg)
+    if method not in ("startswith", "endswith"):  # these read only as much as their argument
+        budget.charge_text(len(text))
     if method == "replace":
         old, new = (args + ["", ""])[:2]
         if not old:

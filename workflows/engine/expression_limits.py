@@ -1,11 +1,12 @@
 """The bounds every condition and template evaluation runs under (README, "Graph format").
 
 An evaluation has a budget of steps: one per syntax node evaluated, one per item of a container it
-builds, walks, compares or copies, and one per 16 characters of text it builds, compares or
-renders. Running out is an ExpressionLimit, never a wall-clock check, so the CPU an evaluation
-takes is bounded the same way on every machine, and so is the memory: each allocation is sized
-before it is made and paid for from the same budget, so all the text an evaluation builds is at
-most MAX_STEPS * CHARS_PER_STEP characters however it is built.
+builds, walks, compares or copies, one per 16 characters of text it builds, compares or renders,
+and more for big-integer arithmetic and number-text conversions (by their digits). Running out is
+an ExpressionLimit, never a wall-clock check, so the work an evaluation may do is the same on every
+machine: at roughly half a microsecond of CPU per step, MAX_STEPS is some tens of milliseconds. So
+is the memory: each allocation is sized before it is made and paid for from the same budget, so all
+the text an evaluation builds is at most MAX_STEPS * CHARS_PER_STEP characters however it is built.
 
 Everything here is checked *before* the operation that would allocate (the size of `s * n`,
 `a ** b`, `s.replace(a, b)`... is predicted from the operands), except for the few operations whose
