@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import threading
+from datetime import timedelta
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
 
@@ -258,7 +259,7 @@ def test_viewer_cannot_decide_and_four_eyes_blocks_the_starter(transactional_db,
     version = make_version(chain({"id": "nap", "type": "wait", "config": {"seconds": 60}},
                                  settings={"ttl_s": 0.001}))
     instance = runtime.start_instance(version, {}, user=operator)
-    assert runtime.expire_instance(instance.pk)
+    assert runtime.expire_instance(instance.pk, now=instance.deadline + timedelta(seconds=1))
     item = ReviewItem.objects.get(instance=instance)
     with pytest.raises(review.ReviewForbidden, match="only operators"):
         review.decide(item.pk, viewer, review.Decision(action="approve"))
@@ -279,7 +280,7 @@ def test_reroute_and_edit_context(transactional_db, operator, make_version):
                   {"id": "after", "type": "wait", "config": {"seconds": 0}}, settings={"ttl_s": 0.001})
     version = make_version(graph)
     instance = runtime.start_instance(version, {"a": 1})
-    assert runtime.expire_instance(instance.pk)
+    assert runtime.expire_instance(instance.pk, now=instance.deadline + timedelta(seconds=1))
     item = ReviewItem.objects.get(instance=instance)
     with pytest.raises(review.ReviewError, match="reroute needs a node"):
         review.decide(item.pk, operator, review.Decision(action="reroute", goto="nowhere"))
@@ -303,7 +304,7 @@ def test_two_operators_deciding_at_once_exactly_one_applies(transactional_db, op
                                  settings={"ttl_s": 0.001}))
     for _ in range(5):
         instance = runtime.start_instance(version, {})
-        assert runtime.expire_instance(instance.pk)
+        assert runtime.expire_instance(instance.pk, now=instance.deadline + timedelta(seconds=1))
         item = ReviewItem.objects.get(instance=instance)
         barrier = threading.Barrier(2)
         results: list[str] = []
