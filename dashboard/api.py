@@ -15,7 +15,7 @@ from workflows import runtime
 from workflows.api_shapes import run_summary
 from workflows.credentials import validate as validate_graph
 from workflows.engine import strict_json
-from workflows.engine.errors import GraphInvalid, PayloadTooLarge
+from workflows.engine.errors import ExpressionError, GraphInvalid, PayloadTooLarge
 from workflows.engine.functions import describe_functions
 from workflows.engine.inputs import InputInvalid
 from workflows.engine.nodes import known_kinds
@@ -176,6 +176,10 @@ def _starting(start: Callable[[], JsonResponse]) -> JsonResponse:
         return error(400, "the saved graph is invalid", errors=[i.as_dict() for i in exc.issues])
     except InputInvalid as exc:
         return input_error(exc)
+    except ExpressionError as exc:
+        # A start node's condition that cannot be decided on this input (a missing field, a limit):
+        # decided before the start's transaction, so nothing was created.
+        return error(400, f"cannot start: {exc}")
 
 
 def input_error(exc: InputInvalid) -> JsonResponse:

@@ -308,7 +308,9 @@ def _dict(value: Any) -> dict[str, Any]:
 @api_view(("POST",), perm=permissions.VIEW_GRAPHS)
 @_guarded
 def check_expression(request: HttpRequest) -> JsonResponse:
-    """Parse an edge condition (never evaluate it): the editor checks each one as it is typed."""
+    """Check an edge condition against the expression language as it is typed (parse, allow-list, and
+    its constant parts evaluated within the evaluation limits; never evaluated against data). A
+    refused condition is a 200 with valid: false and the reason; only a malformed request is a 4xx."""
     expression = _body(request).get("expression")
     if expression is None or (isinstance(expression, str) and not expression.strip()):
         return JsonResponse({"valid": True, "empty": True, "message": "no condition: the edge always fires"})

@@ -121,7 +121,7 @@ def test_admin_bulk_reject(client, make_version, admin_user, roles):
     items = []
     for _ in range(3):
         instance = runtime.start_instance(version, {})
-        runtime.expire_instance(instance.pk, now=past_deadline(instance))
+        assert runtime.expire_instance(instance.pk, now=past_deadline(instance))
         items.append(ReviewItem.objects.get(instance=instance))
     client.force_login(admin_user)
     response = client.post(reverse("admin:workflows_reviewitem_changelist") + "?status__exact=open",

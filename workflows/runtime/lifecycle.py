@@ -27,6 +27,7 @@ from workflows import store as stores
 from workflows.engine import expressions
 from workflows.engine.errors import ExpressionError, PayloadTooLarge, PermanentStepError
 from workflows.engine.nodes import NodeResult, StepCall, get_kind
+from workflows.engine.nodes.llm import provider_of
 from workflows.engine.statuses import INSTANCE_ACTIVE, InstanceStatus, StepStatus
 from workflows.models import StepRun, WorkflowInstance
 from workflows.runtime import transitions as tx
@@ -143,7 +144,7 @@ def build_call(claim: Claim, now: datetime | None = None) -> StepCall:
     except ExpressionError as exc:
         raise PermanentStepError(f"node '{node.id}': template failed: {exc}") from None
     call_index = 0
-    if node.type == "llm" and raw.get("provider") == "scripted":
+    if node.type == "llm" and provider_of(raw, engine_config().llm_default_provider) == "scripted":
         earlier = stores.get_store().earlier_attempts(inst.pk, node.id, claim.step.visit)
         call_index = earlier + claim.step.attempt - 1
     gate = None
@@ -316,7 +317,8 @@ def _succeed(uow: UnitOfWork, step: StepRun, claim: Claim, result: NodeResult, a
     try:
         fired = tx.fired_edges(uow, step.node_id, result.output)
     except ExpressionError as exc:
-        tx.fail_attempt(uow, step, claim, PermanentStepError(f"edge condition failed: {exc}"))
+        # Names the edge and the reason; fail_attempt names the node.
+        tx.fail_attempt(uow, step, claim, PermanentStepError(str(exc)))
         return None
     usage = result.usage
     uow.update_step(step, status=StepStatus.SUCCEEDED, output=result.output, usage=usage, finished_at=uow.now,

@@ -80,8 +80,9 @@ def run_claimed(claim: Claim) -> Outcome:
     from workflows.timeouts import time_limit
 
     try:
-        call = build_call(claim)
+        # The config's templates render inside the step's time limit: they are part of its work.
         with keeper.holding(claim.step.pk, claim.token), time_limit(timeout_for(claim), f"step {claim.node.id}"):
+            call = build_call(claim)
             result = claim.kind.run(call)
         return Outcome(result=result)
     except Exception as exc:  # noqa: BLE001 - a failing node must never take the worker down

@@ -94,6 +94,9 @@ def _create(version: WorkflowVersion, items: list[tuple[dict[str, Any], str | No
     budget = graph.settings.budget_usd
     store = stores.get_store()
     units: list[UnitOfWork] = []
+    # The start's conditions read only the input: decided here, before the transaction, so a
+    # failing one refuses the start (ExpressionError, a 400) and none runs inside it.
+    fired = [tx.start_edges(graph, start_input) for start_input, _ in items]
     with store.atomic():
         instances = store.create_instances([WorkflowInstance(
             version=version, definition_id=version.definition_id, status=InstanceStatus.RUNNING,
@@ -104,7 +107,7 @@ def _create(version: WorkflowVersion, items: list[tuple[dict[str, Any], str | No
             created_by=user if getattr(user, "pk", None) else None, created_at=now, updated_at=now,
             budget_usd=Decimal(str(budget)) if budget is not None else None,
         ) for start_input, key in items])
-        for instance in instances:
+        for instance, start_fired in zip(instances, fired, strict=True):
             uow = UnitOfWork(instance, graph, now)
             uow.event("instance_started", version=version.number, definition=version.definition.slug,
                       trace_id=instance.trace_id)
@@ -112,7 +115,7 @@ def _create(version: WorkflowVersion, items: list[tuple[dict[str, Any], str | No
             uow.set_instance(loop_count=1, state=instance.state)
             step = tx.new_step(uow, start)
             step.output = instance.input
-            tx.resolve(uow, step, tx.fired_edges(uow, start, instance.input))
+            tx.resolve(uow, step, start_fired)
             units.append(uow)
         store.apply_many(units)
     for instance in instances:

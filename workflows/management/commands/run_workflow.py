@@ -11,7 +11,7 @@ from django.core.management.base import BaseCommand, CommandError
 from workflows import runtime
 from workflows.api_shapes import run_summary
 from workflows.definitions import save_document
-from workflows.engine.errors import GraphInvalid, PayloadTooLarge
+from workflows.engine.errors import ExpressionError, GraphInvalid, PayloadTooLarge
 from workflows.engine.inputs import InputInvalid
 from workflows.engine.statuses import InstanceStatus
 from workflows.models import WorkflowDefinition
@@ -55,6 +55,8 @@ class Command(BaseCommand):
                                                idempotency_key=options["idempotency_key"])
         except (PayloadTooLarge, InputInvalid) as exc:
             raise CommandError(exc.message) from None
+        except ExpressionError as exc:  # a start condition failed on this input
+            raise CommandError(f"cannot start: {exc}") from None
         wait = options["wait"] or (60.0 if options["burst"] else 0.0)
         deadline = time.monotonic() + wait
         while time.monotonic() < deadline:
@@ -94,6 +96,8 @@ class Command(BaseCommand):
             instances = runtime.start_instances(version, inputs)
         except (PayloadTooLarge, InputInvalid) as exc:
             raise CommandError(exc.message) from None
+        except ExpressionError as exc:
+            raise CommandError(f"cannot start: {exc}") from None
         for instance in instances:
             self.stdout.write(json.dumps(run_summary(instance), default=str))
 
