@@ -69,7 +69,8 @@ def _cache_s() -> float:
 def provider_key(config: dict[str, Any], account: ProviderAccount | None = None) -> str:
     """The breaker an llm node's call counts against (`config` is the rendered node config;
     `account` its provider credential, whose allowed models bound the keys it makes)."""
-    if provider_of(config, settings.STEADYFLOW.get("LLM_DEFAULT_PROVIDER", "scripted")) == "scripted":
+    default = settings.STEADYFLOW.get("LLM_DEFAULT_PROVIDER", "scripted")
+    if account is None and provider_of(config, default) == "scripted":
         return "scripted"
     if account is not None:
         model = str(config.get("model") or DEFAULT_MODEL)

@@ -167,7 +167,10 @@ class LLM(NodeKind):
 def provider_of(config: dict[str, Any], default: str) -> str:
     """The provider an llm node's (rendered) config calls: its own, else the deployment's default."""
     provider = config.get("provider")
-    return str(provider) if provider else default
+    if provider:
+        return str(provider)
+    # A node that names a provider credential calls that (OpenAI-compatible) provider.
+    return "openai" if config.get("credential") else default
 
 
 def _fallback(call: StepCall, breaker_key: str) -> NodeResult:
