@@ -72,9 +72,12 @@ async def close_sessions() -> None:
 
 
 async def openai_chat(*, base_url: str, api_key: str, model: str, messages: list[dict[str, Any]],
-                      timeout_s: float, limit: int, extra: Mapping[str, Any] | None = None) -> LLMReply:
+                      timeout_s: float, limit: int, extra: Mapping[str, Any] | None = None,
+                      traceparent: str | None = None) -> LLMReply:
     session, bound = _session_for(base_url, limit)
     headers = {"Content-Type": "application/json"}
+    if traceparent:
+        headers["traceparent"] = traceparent  # the step's span (workflows/runtime/observe.py)
     if api_key:
         headers["Authorization"] = f"Bearer {api_key}"
     payload: dict[str, Any] = {"model": model, "messages": messages, **(extra or {})}
