@@ -140,8 +140,10 @@ METRICS_ALLOW = env_list("STEADYFLOW_METRICS_ALLOW", [])
 PROMETHEUS_MULTIPROC_DIR = env_str("PROMETHEUS_MULTIPROC_DIR", "")
 if PROMETHEUS_MULTIPROC_DIR:
     from workflows import prometheus_dir
+    from workflows.logging_setup import process_kind
 
-    prometheus_dir.setup(PROMETHEUS_MULTIPROC_DIR)
+    # Only the long-running processes write files there (web, workers, scheduler), not every command.
+    prometheus_dir.setup(PROMETHEUS_MULTIPROC_DIR, record=process_kind() in ("web", "worker", "scheduler"))
 for _network in METRICS_ALLOW:
     try:
         ipaddress.ip_network(_network, strict=False)

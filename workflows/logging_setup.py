@@ -38,7 +38,7 @@ def process_kind(argv: list[str] | None = None) -> str:
     command = args[1] if len(args) > 1 else ""
     if command == "run_worker":
         return "worker"
-    if command in ("run_scheduler", "reconcile"):
+    if command == "run_scheduler":
         return "scheduler"
     if command == "runserver":
         return "web"

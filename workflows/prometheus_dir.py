@@ -16,11 +16,17 @@ def process_identifier() -> str:
     return f"{socket.gethostname()}-{os.getpid()}"
 
 
-def setup(directory: str) -> None:
+def setup(directory: str, *, record: bool = True) -> None:
+    """Write this process's values to `directory`; with `record=False` keep them in memory instead
+    (short-lived management commands: a file each, every health check, would pile up and slow every
+    scrape; /metrics in any process still reads the directory)."""
     from prometheus_client import values
 
     os.makedirs(directory, exist_ok=True)
-    values.ValueClass = values.MultiProcessValue(process_identifier=process_identifier)
+    if record:
+        values.ValueClass = values.MultiProcessValue(process_identifier=process_identifier)
+    else:
+        values.ValueClass = values.MutexValue
 
 
 def mark_process_dead(directory: str) -> None:
