@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import base64
 import hashlib
+import ipaddress
 import os
 from pathlib import Path
 
@@ -61,6 +62,7 @@ INSTALLED_APPS = [
 ]
 
 MIDDLEWARE = [
+    "dashboard.access_log.AccessLogMiddleware",
     "django.middleware.security.SecurityMiddleware",
     "dashboard.security.ContentSecurityPolicyMiddleware",
     "dashboard.security.RejectNulMiddleware",
@@ -153,6 +155,25 @@ LOGIN_THROTTLE = {
     "MAX_FAILURES_PER_ADDRESS": env_int("STEADYFLOW_LOGIN_MAX_FAILURES_PER_ADDRESS", 20, minimum=1),
     "WINDOW_S": env_int("STEADYFLOW_LOGIN_LOCKOUT_S", 900, minimum=1),
 }
+# /metrics (README, Operating › Observability): a bearer token and/or client addresses (IPs or CIDRs).
+# With neither, only loopback may scrape, and only with DEBUG.
+METRICS_TOKEN = env_str("STEADYFLOW_METRICS_TOKEN", "")
+METRICS_ALLOW = env_list("STEADYFLOW_METRICS_ALLOW", [])
+# Where every process's metric values are written (prometheus_client's multiprocess mode); made here,
+# before any app (django-rq too) creates a metric in it.
+PROMETHEUS_MULTIPROC_DIR = env_str("PROMETHEUS_MULTIPROC_DIR", "")
+if PROMETHEUS_MULTIPROC_DIR:
+    from workflows import prometheus_dir
+    from workflows.logging_setup import process_kind
+
+    # Only the long-running processes write files there (web, workers, scheduler), not every command.
+    prometheus_dir.setup(PROMETHEUS_MULTIPROC_DIR, record=process_kind() in ("web", "worker", "scheduler"))
+for _network in METRICS_ALLOW:
+    try:
+        ipaddress.ip_network(_network, strict=False)
+    except ValueError:
+        raise ImproperlyConfigured(f"STEADYFLOW_METRICS_ALLOW={_network!r} is not valid: expected IP addresses "
+                                   "or CIDRs, comma-separated") from None
 LOGIN_URL = "/accounts/login/"
 LOGIN_REDIRECT_URL = "/"
 LOGOUT_REDIRECT_URL = "/accounts/login/"
@@ -256,11 +277,16 @@ if STEADYFLOW["TTL_ACTION"] not in ("halt", "fail"):
 LOG_LEVEL = env_str("LOG_LEVEL", "INFO").upper()
 if LOG_LEVEL not in {"DEBUG", "INFO", "WARNING", "ERROR", "CRITICAL"}:
     raise ImproperlyConfigured(f"LOG_LEVEL={LOG_LEVEL!r} is not valid: expected DEBUG, INFO, WARNING or ERROR")
+# JSON lines (one object per line, for a log shipper) or readable lines; `make run` sets console.
+LOG_FORMAT = env_str("LOG_FORMAT", "json").strip().lower()
+if LOG_FORMAT not in {"json", "console"}:
+    raise ImproperlyConfigured(f"LOG_FORMAT={LOG_FORMAT!r} is not valid: expected json or console")
 LOGGING = {
     "version": 1,
     "disable_existing_loggers": False,
-    "formatters": {"plain": {"format": "%(asctime)s %(levelname)s %(name)s %(message)s"}},
-    "handlers": {"console": {"class": "logging.StreamHandler", "formatter": "plain"}},
+    # workflows/logging_setup.py: structlog renders every record, with the step a worker runs.
+    "formatters": {"structured": {"()": "workflows.logging_setup.formatter", "log_format": LOG_FORMAT}},
+    "handlers": {"console": {"class": "logging.StreamHandler", "formatter": "structured"}},
     "root": {"handlers": ["console"], "level": LOG_LEVEL},
     "loggers": {
         "rq.worker": {"level": "WARNING"},

@@ -6,6 +6,7 @@ from django.urls import path
 
 from dashboard import api, credential_views, demo, editor, editor_api, instance_api, meta, review_views, views
 from dashboard.login_throttle import ThrottledAdminAuthenticationForm, ThrottledAuthenticationForm
+from dashboard.metrics_view import metrics_view
 
 # Both login pages say when a login is refused because of too many failures (dashboard/login_throttle.py).
 admin.site.login_form = ThrottledAdminAuthenticationForm
@@ -13,6 +14,7 @@ admin.site.login_form = ThrottledAdminAuthenticationForm
 urlpatterns = [
     path("", views.home, name="home"),
     path("healthz", views.healthz, name="healthz"),
+    path("metrics", metrics_view, name="metrics"),
     path("workflows/", editor.workflow_list, name="workflow-list"),
     path("workflows/<slug:slug>/", views.definition_detail, name="definition"),
     path("workflows/<slug:slug>/edit/", editor.editor, name="workflow-editor"),

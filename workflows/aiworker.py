@@ -57,7 +57,7 @@ from django.core.management.base import CommandError
 from django.db import close_old_connections, connections
 from django.utils import timezone
 
-from workflows import breakers, dispatch, rq_adapter, runtime
+from workflows import breakers, dispatch, metrics, rq_adapter, runtime
 from workflows.engine import providers
 from workflows.engine.errors import StepTimeout
 from workflows.groupcommit import GroupCommits
@@ -372,6 +372,7 @@ class AIConsumer:
         ran = 0
         while claim is not None:
             job.claim = claim
+            runtime.current_step.set(claim)  # this task's log lines name the step
             outcome = await self._attempt(job, claim)
             if outcome is None:
                 await self._in(self.db, runtime.release_step, claim, RELEASE_REASON)
@@ -406,6 +407,7 @@ class AIConsumer:
         timeout = runtime.timeout_for(claim)
         kind = claim.kind
         handler: asyncio.Future[Any] | None = None
+        metrics.LLM_IN_FLIGHT.inc()
         try:
             # The config's templates render inside the step's time limit, as in run_claimed.
             async with asyncio.timeout(timeout):
@@ -432,6 +434,7 @@ class AIConsumer:
             return runtime.Outcome(error=runtime.as_step_error(exc))
         finally:
             job.handler = None
+            metrics.LLM_IN_FLIGHT.dec()
         return runtime.Outcome(result=result)
 
     # --- Periodic work --------------------------------------------------------------------------

@@ -197,6 +197,10 @@ def tick(now: datetime | None = None) -> TickReport:
     report.reclaimed = reclaim_expired_leases(now)
     report.promoted = promote_due(now)
     report.redispatched = redispatch_lost(now, conf("REDISPATCH_AFTER_S"))
+    if report:
+        from workflows import metrics
+
+        metrics.count_tick(report.promoted, report.redispatched, report.reclaimed, report.expired)
     return report
 
 

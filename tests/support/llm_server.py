@@ -201,6 +201,7 @@ class LLMTestServer:
                 "messages": body.get("messages"), "body": body,
                 "authorization": request.headers.get("Authorization"),
                 "idempotency_key": request.headers.get("Idempotency-Key"),
+                "traceparent": request.headers.get("traceparent"),
                 "started_at": time.time(), "finished_at": None, "status": None, "delay": delay,
                 "in_flight_at_start": self._in_flight,
             }

@@ -48,10 +48,12 @@ async def close_sessions() -> None:
 
 async def openai_chat(*, base_url: str, api_key: str, model: str, messages: list[dict[str, Any]],
                       timeout_s: float, limit: int, extra: Mapping[str, Any] | None = None,
-                      policy: outbound.Policy) -> LLMReply:
+                      policy: outbound.Policy, traceparent: str | None = None) -> LLMReply:
     """`policy` says where the base URL may point: trusted for the operator's STEADYFLOW_LLM_BASE_URL
     (a local model server is fine), untrusted for anything users can type."""
     headers = {"Content-Type": "application/json"}
+    if traceparent:
+        headers["traceparent"] = traceparent  # the step's span (workflows/runtime/observe.py)
     if api_key:
         headers["Authorization"] = f"Bearer {api_key}"
     payload: dict[str, Any] = {"model": model, "messages": messages, **(extra or {})}

@@ -39,6 +39,7 @@ from workflows.runtime.config import (
     is_compensation,
     node_for_step,
 )
+from workflows.runtime.observe import step_traceparent
 from workflows.runtime.records import Claim, Outcome, StepOutputs
 from workflows.runtime.unit import UnitOfWork
 from workflows.store.orm import FinishRequest, is_spent
@@ -155,7 +156,9 @@ def build_call(claim: Claim, now: datetime | None = None) -> StepCall:
     call = StepCall(
         node=node, config=config, context=inst.context, steps=steps, start_input=inst.input,
         instance_id=inst.pk, visit=claim.step.visit, attempt=claim.step.attempt,
-        idempotency_key=claim.step.idempotency_key, trace_id=inst.trace_id, now=now,
+        idempotency_key=claim.step.idempotency_key, now=now,
+        # The step's own span in the instance's trace (runtime/observe.py): what http and llm nodes send.
+        trace_id=step_traceparent(inst.trace_id, claim.step.pk, claim.step.attempt),
         activated_at=claim.step.created_at, engine=engine_config(), call_index=call_index, breaker=gate,
         secrets=scope, provider=account,
     )

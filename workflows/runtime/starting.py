@@ -23,6 +23,7 @@ from workflows.engine.statuses import InstanceStatus
 from workflows.models import WorkflowInstance, WorkflowVersion
 from workflows.runtime import transitions as tx
 from workflows.runtime.config import check_payload, conf, graph_for_version
+from workflows.runtime.observe import trace_parts
 from workflows.runtime.unit import UnitOfWork
 
 log = logging.getLogger("steadyflow.runtime")
@@ -119,5 +120,5 @@ def _create(version: WorkflowVersion, items: list[tuple[dict[str, Any], str | No
             units.append(uow)
         store.apply_many(units)
     for instance in instances:
-        log.info("instance started", extra={"instance": instance.pk, "trace_id": instance.trace_id})
+        log.info("instance started", extra={"instance": instance.pk, "trace_id": trace_parts(instance.trace_id)[0]})
     return instances

@@ -16,6 +16,7 @@ from django.db.models import Sum
 
 from workflows.engine.statuses import StepStatus
 from workflows.models import Checkpoint, Event, ReviewItem, StepRun, WorkflowInstance
+from workflows.runtime import observe
 from workflows.runtime.unit import UnitOfWork
 
 
@@ -244,6 +245,8 @@ class OrmStore:
                 raise StaleWrite(f"step {change.step.pk} is no longer {change.expect_status}")
 
     def after_commit(self, unit: UnitOfWork) -> None:
+        if observe.observers:
+            self.on_commit(lambda: observe.committed(unit))
         jobs = unit.jobs()
         if jobs:
             from workflows import dispatch
@@ -263,6 +266,9 @@ class OrmStore:
         announced = [a for a in (self.announced(unit) for unit in units) if a is not None]
 
         def effects() -> None:
+            if observe.observers:
+                for unit in units:
+                    observe.committed(unit)
             if jobs:
                 dispatch.enqueue_steps(jobs)
             for notice in announced:

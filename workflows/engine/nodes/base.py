@@ -54,7 +54,7 @@ class StepCall:
     visit: int
     attempt: int
     idempotency_key: str
-    trace_id: str
+    trace_id: str  # the W3C traceparent of this attempt's span (sent by the http and llm nodes)
     now: datetime
     activated_at: datetime
     engine: EngineConfig

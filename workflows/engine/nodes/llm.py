@@ -158,6 +158,7 @@ class LLM(NodeKind):
             timeout_s=float(call.node.timeout_s or call.engine.default_timeout_s),
             limit=call.engine.llm_max_per_provider,
             extra={k: config[k] for k in ("temperature", "max_tokens") if k in config},
+            traceparent=call.trace_id,
         )
         if routes and reply.route is None:
             reply.route = _route_from_text(reply.text or "", routes)

@@ -43,6 +43,7 @@ class Command(BaseCommand):
         signal.signal(signal.SIGTERM, stop)
         signal.signal(signal.SIGINT, stop)
         outage = Outage(log, "scheduler")
+        log.info("scheduler started", extra={"tick_s": interval})
         backoff = Backoff()
         while not stopping:
             started = time.monotonic()
