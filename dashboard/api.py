@@ -127,7 +127,7 @@ def node_types(request: HttpRequest) -> JsonResponse:
     return JsonResponse({"node_types": [kind.describe(engine) for kind in known_kinds().values()]})
 
 
-@api_view(("GET",), perm="workflows.view_workflowversion")
+@api_view(("GET",), perm=permissions.VIEW_GRAPHS)
 def functions(request: HttpRequest) -> JsonResponse:
     """The python functions a `python` node may call: {"functions": [{"name", "doc"}]} (doc: the first
     paragraph of the function's docstring)."""

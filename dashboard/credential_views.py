@@ -4,20 +4,20 @@ no page, response or log ever shows one after it is saved (workflows/credentials
 from __future__ import annotations
 
 from django.contrib import messages
-from django.contrib.auth.decorators import login_required
 from django.core.exceptions import PermissionDenied
 from django.http import HttpRequest, HttpResponse
 from django.shortcuts import get_object_or_404, redirect, render
 from django.utils import timezone
 from django.views.decorators.http import require_POST
 
+from dashboard.permissions import authorize, refusal
 from workflows.credential_forms import CredentialForm
 from workflows.models import Credential
 
-
-def _require(request: HttpRequest, action: str) -> None:
-    if not request.user.has_perm(f"workflows.{action}_credential"):
-        raise PermissionDenied(f"you need the {action}_credential permission (the designers group)")
+VIEW = "workflows.view_credential"
+ADD = "workflows.add_credential"
+CHANGE = "workflows.change_credential"
+DELETE = "workflows.delete_credential"
 
 
 def _save(request: HttpRequest, form: CredentialForm) -> Credential:
@@ -28,12 +28,13 @@ def _save(request: HttpRequest, form: CredentialForm) -> Credential:
     return credential
 
 
-@login_required
+@authorize(VIEW)
 def credential_list(request: HttpRequest) -> HttpResponse:
-    _require(request, "view")
     form = CredentialForm()
     if request.method == "POST":
-        _require(request, "add")
+        denied = refusal(request.user, ADD)
+        if denied:
+            raise PermissionDenied(denied)
         form = CredentialForm(request.POST)
         if form.is_valid():
             credential = _save(request, form)
@@ -42,15 +43,14 @@ def credential_list(request: HttpRequest) -> HttpResponse:
     return render(request, "dashboard/credentials.html", {
         "credentials": Credential.objects.select_related("updated_by"),
         "form": form,
-        "can_add": request.user.has_perm("workflows.add_credential"),
-        "can_change": request.user.has_perm("workflows.change_credential"),
-        "can_delete": request.user.has_perm("workflows.delete_credential"),
+        "can_add": request.user.has_perm(ADD),
+        "can_change": request.user.has_perm(CHANGE),
+        "can_delete": request.user.has_perm(DELETE),
     }, status=400 if form.errors else 200)
 
 
-@login_required
+@authorize(VIEW, CHANGE)
 def credential_edit(request: HttpRequest, name: str) -> HttpResponse:
-    _require(request, "change")
     credential = get_object_or_404(Credential, name=name)
     form = CredentialForm(instance=credential)
     if request.method == "POST":
@@ -63,10 +63,9 @@ def credential_edit(request: HttpRequest, name: str) -> HttpResponse:
                   status=400 if form.errors else 200)
 
 
-@login_required
 @require_POST
+@authorize(VIEW, DELETE)
 def credential_delete(request: HttpRequest, name: str) -> HttpResponse:
-    _require(request, "delete")
     credential = get_object_or_404(Credential, name=name)
     credential.delete()
     messages.success(request, f"Credential {name} deleted. Graphs that reference it fail at that step.")

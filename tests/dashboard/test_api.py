@@ -91,18 +91,18 @@ def test_node_types_lists_every_kind_with_its_schema(reader):
 
 
 @pytest.mark.parametrize(("configured", "default"), [({}, "scripted"), ({"LLM_DEFAULT_PROVIDER": "openai"}, "openai")])
-def test_node_types_serves_the_effective_llm_provider_default(nobody, settings, configured, default):
+def test_node_types_serves_the_effective_llm_provider_default(reader, settings, configured, default):
     runtime.engine_config.cache_clear()
     settings.STEADYFLOW = {**settings.STEADYFLOW, **configured}
     try:
-        kinds = {kind["name"]: kind for kind in nobody.get("/api/node-types").json()["node_types"]}
+        kinds = {kind["name"]: kind for kind in reader.get("/api/node-types").json()["node_types"]}
     finally:
         runtime.engine_config.cache_clear()
     assert kinds["llm"]["schema"]["properties"]["provider"]["default"] == default
 
 
 def test_functions_lists_registered_functions_with_their_docstrings(anonymous, nobody):
-    viewer = client_for(user_with("vera", "view_workflowversion"))  # what the viewers group holds
+    viewer = client_for(user_with("vera", "view_workflowdefinition"))  # what the viewers group holds
     response = viewer.get("/api/functions")
     assert response.status_code == 200
     functions = {f["name"]: f["doc"] for f in response.json()["functions"]}
@@ -111,7 +111,7 @@ def test_functions_lists_registered_functions_with_their_docstrings(anonymous, n
     assert "noop" in functions  # the tests' own module registers it
     assert list(functions) == sorted(functions)
     assert_error(anonymous.get("/api/functions"), 401, "authentication required")
-    assert_error(nobody.get("/api/functions"), 403, "workflows.view_workflowversion")
+    assert_error(nobody.get("/api/functions"), 403, "workflows.view_workflowdefinition")
     assert_error(viewer.post("/api/functions"), 405, "method POST not allowed")
 
 

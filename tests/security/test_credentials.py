@@ -142,7 +142,7 @@ def test_llm_provider_credentials_name_their_models_and_bound_breaker_keys(db: N
     assert provider_key({"model": "m1"}, account) == "credential:team-a:m1"
     # A model rendered from input shares one key: input cannot make breaker rows.
     assert provider_key({"model": "anything-" + "x" * 300}, account) == "credential:team-a:*"
-    assert provider_key({"model": "m1"}) == "openai:*"
+    assert provider_key({"provider": "openai", "model": "m1"}) == "openai:*"
 
 
 @pytest.mark.django_db(transaction=True)

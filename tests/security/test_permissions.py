@@ -32,7 +32,7 @@ from dashboard.routing import websocket_urlpatterns
 from tests.dashboard.sockets import ORIGIN, run, session_headers
 from workflows import review, runtime
 from workflows.definitions import save_version
-from workflows.models import BreakerState, ReviewItem, WorkflowInstance
+from workflows.models import BreakerState, Credential, ReviewItem, WorkflowInstance
 from workflows.roles import ensure_roles
 
 ROLES = ("anonymous", "nobody", "viewer", "designer", "operator", "outsider", "superuser")
@@ -99,6 +99,9 @@ def world(db: None) -> World:
     halted = runtime.start_instance(save_version("halting", HALTING), {})
     assert runtime.expire_instance(halted.pk, timezone.now() + timedelta(hours=1))
     breaker = BreakerState.objects.create(key="llm:demo", state="open", opened_at=timezone.now().timestamp())
+    credential = Credential(name="crm_token", kind="secret")
+    credential.set_value("s3cret-value")
+    credential.save()
     return World(people, task, mine, halted, breaker, ids={
         "task_item": ReviewItem.objects.get(instance=task, status="open").pk,
         "halt_item": ReviewItem.objects.get(instance=halted, status="open").pk,
@@ -116,6 +119,10 @@ PUBLIC = row(200, 200, 200, 200, 200, 200, 200)
 VIEW_PAGE = row(302, 403, 200, 200, 200, 200, 200)  # the viewer role or better; the anonymous log in first
 VIEW_API = row(401, 403, 200, 200, 200, 200, 200)
 DESIGN_PAGE = row(302, 403, 403, 302, 403, 403, 302)  # designers' forms redirect when done
+CREDENTIALS_PAGE = row(302, 403, 403, 200, 403, 403, 200)  # designers manage credentials; no one else sees them
+# /metrics is for scrapers, not people: a bearer token or an address allow-list (README, Observability); with
+# neither configured and DEBUG off (the tests' settings) it refuses everyone, logged in or not.
+METRICS = row(403, 403, 403, 403, 403, 403, 403)
 DESIGN_API = row(401, 403, 403, 201, 403, 403, 201)
 START_API = row(401, 403, 403, 201, 201, 201, 201)
 OPERATE_API = row(401, 403, 403, 403, 409, 409, 409)  # 409: allowed, but the instance is waiting
@@ -150,6 +157,15 @@ MATRIX: dict[str, list[Action]] = {
     "instance": [Action("GET", lambda w: f"/instances/{w.task.pk}/", VIEW_PAGE)],
     "api-node-types": [api("GET", lambda w: "/api/node-types", VIEW_API)],
     "api-meta": [api("GET", lambda w: "/api/meta", VIEW_API)],
+    "api-functions": [api("GET", lambda w: "/api/functions", VIEW_API)],
+    "credential-list": [Action("GET", lambda w: "/credentials/", CREDENTIALS_PAGE),
+                        Action("POST", lambda w: "/credentials/", DESIGN_PAGE,
+                               {"name": "new_token", "kind": "secret", "value": "v"})],
+    "credential-edit": [Action("GET", lambda w: "/credentials/crm_token/", CREDENTIALS_PAGE),
+                        Action("POST", lambda w: "/credentials/crm_token/", DESIGN_PAGE,
+                               {"name": "crm_token", "kind": "secret", "value": "replaced"})],
+    "credential-delete": [Action("POST", lambda w: "/credentials/crm_token/delete", DESIGN_PAGE)],
+    "metrics": [Action("GET", lambda w: "/metrics", METRICS)],
     "api-validate": [api("POST", lambda w: "/api/validate", VIEW_API, {"graph": GRAPH})],
     "api-start": [api("POST", lambda w: f"/api/workflows/{SLUG}/instances", START_API, {"input": {}})],
     "api-start-many": [api("POST", lambda w: f"/api/workflows/{SLUG}/instances/bulk", START_API,

@@ -45,6 +45,10 @@ def _is_route(expr: ast.expr) -> bool:
 def _literals(expr: ast.expr) -> list[str] | None:
     if isinstance(expr, ast.Constant) and isinstance(expr.value, str):
         return [expr.value]
+    if isinstance(expr, ast.Constant) and isinstance(expr.value, (tuple, list, frozenset)):
+        # The expression parser folds constant parts: `('a', 'b')` arrives as one constant.
+        items = [v for v in expr.value if isinstance(v, str)]
+        return items if len(items) == len(expr.value) else None
     if isinstance(expr, (ast.List, ast.Tuple, ast.Set)):
         items = [e.value for e in expr.elts if isinstance(e, ast.Constant) and isinstance(e.value, str)]
         return items if len(items) == len(expr.elts) else None
