@@ -202,3 +202,7 @@ class BreakerStateAdmin(admin.ModelAdmin):
         for row in queryset:
             breakers.reset(row.key)
         messages.success(request, f"reset {queryset.count()} breaker(s)")
+
+
+# Triggers and notifications register their own ModelAdmins.
+import workflows.triggers.admin  # noqa: E402, F401

@@ -334,3 +334,15 @@ class BreakerState(models.Model):
 
     def __str__(self) -> str:
         return f"{self.key}: {self.state}"
+
+
+# Triggers and notifications (workflows/triggers/): their rows belong to this app.
+from workflows.triggers.models import (  # noqa: E402, F401
+    DeliveryAttempt,
+    NotificationChannel,
+    NotificationDelivery,
+    Schedule,
+    ScheduleFire,
+    Webhook,
+    WebhookRejection,
+)
