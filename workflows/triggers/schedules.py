@@ -52,12 +52,24 @@ def zone_info(zone: str) -> ZoneInfo:
 
 def _ticks(cron: str, zone: str, after: datetime) -> Iterator[datetime]:
     """The ticks strictly after `after`, in UTC; a wall-clock time repeated by a fall-back only once."""
-    it = croniter(cron, after.astimezone(zone_info(zone)))
+    tz = zone_info(zone)
+    it = croniter(cron, after.astimezone(tz))
     while True:
         tick: datetime = it.get_next(datetime)
-        if tick.fold:  # the second occurrence of an ambiguous local time
-            continue
-        yield tick.astimezone(UTC)
+        if not _repeated(tick, tz):
+            yield _utc(tick)
+
+
+def _repeated(tick: datetime, tz: ZoneInfo) -> bool:
+    """Whether the tick is the second occurrence of a wall-clock time a fall-back repeats. (Read from
+    the instant: croniter's own `fold` flags are not reliable, get_prev sets fold=1 everywhere.)"""
+    return datetime.fromtimestamp(tick.timestamp(), tz).fold == 1
+
+
+def _utc(tick: datetime) -> datetime:
+    # Through the timestamp: astimezone() to the same zone object returns the datetime unchanged,
+    # fold flag included.
+    return datetime.fromtimestamp(tick.timestamp(), UTC)
 
 
 def next_times(cron: str, zone: str, after: datetime, count: int = 5) -> list[datetime]:
@@ -67,11 +79,13 @@ def next_times(cron: str, zone: str, after: datetime, count: int = 5) -> list[da
 
 def latest_due(cron: str, zone: str, now: datetime) -> datetime:
     """The most recent tick at or before `now` (UTC)."""
-    it = croniter(cron, (now + timedelta(microseconds=1)).astimezone(zone_info(zone)))
-    while True:
+    tz = zone_info(zone)
+    it = croniter(cron, (now + timedelta(microseconds=1)).astimezone(tz))
+    for _ in range(3):  # at most one repeated time to step over
         tick: datetime = it.get_prev(datetime)
-        if not tick.fold:
-            return tick.astimezone(UTC)
+        if not _repeated(tick, tz):
+            break
+    return _utc(tick)
 
 
 def create(definition: Any, cron: str, zone: str = "UTC", *, catch_up: str = CatchUp.SKIP,
