@@ -5,7 +5,7 @@ connections, and real `run_scheduler --once` processes)."""
 from __future__ import annotations
 
 import threading
-from datetime import datetime, timedelta
+from datetime import datetime
 from typing import Any
 from zoneinfo import ZoneInfo
 
