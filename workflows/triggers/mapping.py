@@ -60,4 +60,5 @@ def apply(mapping: dict[str, str], payload: Any) -> dict[str, Any]:
         if not isinstance(payload, dict):
             raise MappingError("without an input mapping the payload must be a JSON object")
         return payload
-    return {name: resolve(payload, path) for name, path in mapping.items()}
+    # In name order: the first error named is the same whatever order the database kept the keys in.
+    return {name: resolve(payload, mapping[name]) for name in sorted(mapping)}
