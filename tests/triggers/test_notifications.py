@@ -22,6 +22,7 @@ from tests.workflows.support import py
 from workflows import inprocess, runtime
 from workflows.models import ReviewItem
 from workflows.triggers import notifications, signing
+from workflows.triggers import tick as triggers
 from workflows.triggers.models import DeliveryAttempt, NotificationChannel, NotificationDelivery
 
 HUMAN = chain({"id": "ask", "type": "human", "config": {"prompt": "Ship it?"}})
@@ -99,6 +100,13 @@ def test_a_human_task_notifies_a_signed_webhook_retried_after_a_500(
     assert (delivery.status, delivery.attempts, delivery.next_attempt_at) == ("pending", 1, now + timedelta(seconds=30))
     assert notifications.retry_due(now + timedelta(seconds=29)) == 0  # backing off
     assert len(receiver.seen) == 1
+    # The scheduler loop enqueues the sending job once the retry is due, not before.
+    redis_conn.delete("rq:queue:default")
+    notifications.KICKED_AT[0] = 0.0
+    assert triggers.tick(now + timedelta(seconds=29)) == {}
+    with django_capture_on_commit_callbacks(execute=True):  # django-rq enqueues on commit
+        assert triggers.tick(now + timedelta(seconds=30)) == {"notifications_kicked": 1}
+    assert redis_conn.llen("rq:queue:default") == 1
     assert notifications.retry_due(now + timedelta(seconds=30)) == 1
     delivery.refresh_from_db()
     assert (delivery.status, delivery.attempts, delivery.next_attempt_at) == ("delivered", 2, None)

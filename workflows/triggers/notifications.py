@@ -201,17 +201,17 @@ def send_webhook(channel: NotificationChannel, delivery: NotificationDelivery, n
     return reply.status, f"HTTP {reply.status}"
 
 
-_last_kick: list[float] = [0.0]
+KICKED_AT: list[float] = [0.0]  # when this process last enqueued for due retries
 KICK_EVERY_S = 5.0
 
 
 def kick_due(now: datetime) -> bool:
     """The scheduler loop's part: when deliveries are due (a retry's backoff passed, or the enqueue
     after COMMIT failed), enqueue the job that sends them, at most every KICK_EVERY_S."""
-    if now.timestamp() - _last_kick[0] < KICK_EVERY_S:
+    if now.timestamp() - KICKED_AT[0] < KICK_EVERY_S:
         return False
     due = NotificationDelivery.objects.filter(status=DeliveryStatus.PENDING, next_attempt_at__lte=now).exists()
     if due:
-        _last_kick[0] = now.timestamp()
+        KICKED_AT[0] = now.timestamp()
         enqueue()
     return bool(due)

@@ -47,13 +47,14 @@ def receive(slug: str, hook_id: str, body: bytes, headers: dict[str, str], now: 
     if hook is None:
         return Outcome(404, {"message": f"no webhook {hook_id!r} on workflow {slug!r}"})
     delivery_id = headers.get(signing.DELIVERY_HEADER.lower(), "").strip()
-    if not hook.enabled:
-        return reject(hook, 403, "this webhook is disabled", delivery_id, now)
     try:
         signing.verify(headers.get(signing.HEADER.lower()), body, hook.secrets_valid_at(now),
                        now=now.timestamp(), window_s=conf("WEBHOOK_REPLAY_WINDOW_S"))
     except signing.SignatureRejected as exc:
         return reject(hook, exc.status, str(exc), delivery_id, now)
+    # After the signature: only the sender learns that the hook is disabled.
+    if not hook.enabled:
+        return reject(hook, 403, "this webhook is disabled", delivery_id, now)
     if not delivery_id:
         return reject(hook, 400, f"missing {signing.DELIVERY_HEADER} header (the delivery's unique id)",
                       delivery_id, now)
