@@ -93,3 +93,25 @@ def test_the_admin_shows_triggers_but_never_secrets(make_version: Any, user_in: 
     assert staff("designers").get("/admin/workflows/schedule/").status_code == 200
     assert staff("operators").get("/admin/workflows/notificationchannel/").status_code == 200
     assert staff("viewers").get("/admin/workflows/notificationchannel/").status_code == 403
+
+
+def test_the_admin_validates_channels_and_mappings(make_version: Any, admin_client: Client) -> None:
+    add = "/admin/workflows/notificationchannel/add/"
+    bad_url = admin_client.post(add, {"name": "x", "kind": "webhook", "target": "ftp://host/x", "events": '["failed"]',
+                                      "enabled": "on"})
+    assert "an http(s) URL" in bad_url.content.decode()
+    bad_mail = admin_client.post(add, {"name": "x", "kind": "email", "target": "ops@example.com, nobody",
+                                       "events": '["failed"]', "enabled": "on"})
+    assert "&#x27;nobody&#x27; is not an email address" in bad_mail.content.decode()
+    bad_events = admin_client.post(add, {"name": "x", "kind": "email", "target": "ops@example.com",
+                                         "events": '["everything"]', "enabled": "on"})
+    assert "a list of events among" in bad_events.content.decode()
+    ok = admin_client.post(add, {"name": "x", "kind": "webhook", "target": "https://hooks.example.com/x",
+                                 "events": '["failed", "review"]', "enabled": "on", "secret": "whsec_mine"})
+    assert ok.status_code == 302
+    assert NotificationChannel.objects.get().secret == "whsec_mine"
+    hook = Webhook.objects.create(definition=make_version(GRAPH).definition)
+    bad_mapping = admin_client.post(f"/admin/workflows/webhook/{hook.pk}/change/",
+                                    {"name": "", "enabled": "on", "input_mapping": '{"a": 1}',
+                                     "rejections-TOTAL_FORMS": "0", "rejections-INITIAL_FORMS": "0"})
+    assert "must be a string" in bad_mapping.content.decode()

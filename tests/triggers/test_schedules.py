@@ -183,3 +183,14 @@ def test_two_scheduler_processes_fire_each_tick_once(processes: Any, make_versio
     per_schedule = {s.pk: len(fired(s)) for s in Schedule.objects.filter(definition=version.definition)}
     assert set(per_schedule.values()) == {1}, per_schedule
     assert WorkflowInstance.objects.filter(definition_id=version.definition_id).count() == 30
+
+
+def test_a_tick_that_cannot_start_is_logged_and_passes(version: Any, settings: Any, caplog: Any) -> None:
+    settings.STEADYFLOW = {**settings.STEADYFLOW, "MAX_PAYLOAD_BYTES": 1024}
+    schedule = schedules.create(version.definition, "0 * * * *", "UTC", start_input={"blob": "x" * 2000},
+                                now=at("2026-05-01T09:30:00"))
+    assert schedules.tick(at("2026-05-01T10:00:00")) == 0
+    assert "could not start its instance" in caplog.text
+    schedule.refresh_from_db()
+    assert schedule.next_fire_at == at("2026-05-01T11:00:00")  # not retried every tick
+    assert not ScheduleFire.objects.exists()  # the fire row rolled back with the start

@@ -7,12 +7,15 @@ from typing import Any
 
 from django import forms
 from django.contrib import admin
+from django.core.exceptions import ValidationError
+from django.core.validators import validate_email
 from django.http import HttpRequest
 from django.utils import timezone
 from django.utils.html import format_html_join
 
-from workflows.triggers import schedules
+from workflows.triggers import mapping, schedules
 from workflows.triggers.models import (
+    ChannelKind,
     DeliveryAttempt,
     NotificationChannel,
     NotificationDelivery,
@@ -32,8 +35,21 @@ class RejectionInline(admin.TabularInline):
     max_num = 0
 
 
+class WebhookForm(forms.ModelForm):
+    class Meta:
+        model = Webhook
+        fields = ("name", "enabled", "input_mapping")
+
+    def clean_input_mapping(self) -> dict[str, str]:
+        try:
+            return mapping.check_mapping(self.cleaned_data.get("input_mapping"))
+        except mapping.MappingError as exc:
+            raise forms.ValidationError(str(exc)) from None
+
+
 @admin.register(Webhook)
 class WebhookAdmin(admin.ModelAdmin):
+    form = WebhookForm
     list_display = ("hook_id", "definition", "name", "enabled", "created_at")
     list_filter = ("enabled",)
     fields = ("definition", "hook_id", "name", "enabled", "input_mapping", "created_at")
@@ -65,6 +81,8 @@ class ScheduleForm(forms.ModelForm):
             schedules.check(data.get("cron", ""), data.get("timezone", ""))
         except schedules.ScheduleInvalid as exc:
             raise forms.ValidationError(str(exc)) from None
+        if not isinstance(data.get("input", {}), dict):
+            raise forms.ValidationError("the input must be a JSON object")
         return data
 
 
@@ -108,6 +126,19 @@ class ChannelForm(forms.ModelForm):
     def clean_secret(self) -> str:
         value: str = self.cleaned_data.get("secret") or ""
         return value or (self.instance.secret if self.instance.pk else "") or NotificationChannel().secret
+
+    def clean(self) -> dict[str, Any]:
+        data: dict[str, Any] = super().clean() or {}
+        target = str(data.get("target", ""))
+        if data.get("kind") == ChannelKind.WEBHOOK and not target.startswith(("http://", "https://")):
+            raise forms.ValidationError("a webhook channel's target is an http(s) URL")
+        if data.get("kind") == ChannelKind.EMAIL:
+            for address in (a.strip() for a in target.split(",")):
+                try:
+                    validate_email(address)
+                except ValidationError:
+                    raise forms.ValidationError(f"{address!r} is not an email address") from None
+        return data
 
     def clean_events(self) -> list[str]:
         from workflows.triggers.models import NOTIFY_EVENTS
