@@ -260,6 +260,17 @@ STEADYFLOW = {
     # Fan-outs: the steps one transition makes due on one queue go out as one job per worker
     # listening there, at most this many steps a job (1 = a job per step).
     "BATCH_MAX": env_int("STEADYFLOW_BATCH_MAX", 20, minimum=1),
+    # Triggers and notifications (README, "Triggers and notifications")
+    # An incoming webhook's signed timestamp may be this far from now (replay window).
+    "WEBHOOK_REPLAY_WINDOW_S": env_float("STEADYFLOW_WEBHOOK_REPLAY_WINDOW_S", 300.0, minimum=1.0),
+    "WEBHOOK_MAX_BODY_BYTES": env_int("STEADYFLOW_WEBHOOK_MAX_BODY_BYTES", 262_144, minimum=1024),
+    # A schedule's tick is on time while at most this old; older due ticks were missed (catch-up policy).
+    "SCHEDULE_GRACE_S": env_float("STEADYFLOW_SCHEDULE_GRACE_S", 60.0, minimum=1.0),
+    # Links in notifications: the address users reach the dashboard at.
+    "BASE_URL": env_str("STEADYFLOW_BASE_URL", "http://127.0.0.1:8000"),
+    "NOTIFY_MAX_ATTEMPTS": env_int("STEADYFLOW_NOTIFY_MAX_ATTEMPTS", 8, minimum=1),
+    "NOTIFY_BACKOFF_S": env_float("STEADYFLOW_NOTIFY_BACKOFF_S", 30.0, minimum=0.0),
+    "NOTIFY_TIMEOUT_S": env_float("STEADYFLOW_NOTIFY_TIMEOUT_S", 10.0, minimum=0.1),
     # Small endpoints the examples call when run locally (make run turns them on).
     "DEMO_ENDPOINTS": env_bool("STEADYFLOW_DEMO_ENDPOINTS", False),
     # Where the examples' declared input defaults send their http nodes (load_examples writes it into
@@ -273,6 +284,15 @@ if STEADYFLOW["STORE"] not in ("sql", "orm"):
 if STEADYFLOW["TTL_ACTION"] not in ("halt", "fail"):
     raise ImproperlyConfigured(f"STEADYFLOW_TTL_ACTION={STEADYFLOW['TTL_ACTION']!r} is not valid: "
                                "expected halt or fail")
+
+# Email notifications: Django's mail backend (SMTP by default; the console backend prints them).
+EMAIL_BACKEND = env_str("EMAIL_BACKEND", "django.core.mail.backends.smtp.EmailBackend")
+EMAIL_HOST = env_str("EMAIL_HOST", "localhost")
+EMAIL_PORT = env_int("EMAIL_PORT", 25, minimum=1)
+EMAIL_HOST_USER = env_str("EMAIL_HOST_USER", "")
+EMAIL_HOST_PASSWORD = env_str("EMAIL_HOST_PASSWORD", "")
+EMAIL_USE_TLS = env_bool("EMAIL_USE_TLS", False)
+DEFAULT_FROM_EMAIL = env_str("DEFAULT_FROM_EMAIL", "steadyflow@localhost")
 
 LOG_LEVEL = env_str("LOG_LEVEL", "INFO").upper()
 if LOG_LEVEL not in {"DEBUG", "INFO", "WARNING", "ERROR", "CRITICAL"}:

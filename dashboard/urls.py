@@ -4,7 +4,18 @@ from django.contrib.auth import views as auth_views
 from django.contrib.staticfiles.urls import staticfiles_urlpatterns
 from django.urls import path
 
-from dashboard import api, credential_views, demo, editor, editor_api, instance_api, meta, review_views, views
+from dashboard import (
+    api,
+    credential_views,
+    demo,
+    editor,
+    editor_api,
+    instance_api,
+    meta,
+    review_views,
+    trigger_views,
+    views,
+)
 from dashboard.login_throttle import ThrottledAdminAuthenticationForm, ThrottledAuthenticationForm
 from dashboard.metrics_view import metrics_view
 
@@ -20,6 +31,9 @@ urlpatterns = [
     path("workflows/<slug:slug>/edit/", editor.editor, name="workflow-editor"),
     path("workflows/<slug:slug>/duplicate", editor.duplicate, name="workflow-duplicate"),
     path("workflows/<slug:slug>/archive", editor.archive, name="workflow-archive"),
+    path("workflows/<slug:slug>/triggers/", trigger_views.workflow_triggers, name="workflow-triggers"),
+    # Public, authenticated by its HMAC signature (workflows/triggers/signing.py), CSRF-exempt.
+    path("hooks/<slug:slug>/<str:hook_id>", trigger_views.webhook_receive, name="webhook-receive"),
     path("instances/", views.instance_list, name="instance-list"),
     path("instances/<int:instance_id>/", views.instance_detail, name="instance"),
     path("api/node-types", api.node_types, name="api-node-types"),

@@ -253,3 +253,5 @@ class CredentialAdmin(admin.ModelAdmin):
         obj.updated_at = timezone.now()
         obj.updated_by = request.user if request.user.is_authenticated else None
         super().save_model(request, obj, form, change)
+# Triggers and notifications register their own ModelAdmins.
+import workflows.triggers.admin  # noqa: E402, F401

@@ -368,3 +368,13 @@ class Credential(models.Model):
 
         self.encrypted_value = encrypt(value)
         self.updated_at = timezone.now()
+# Triggers and notifications (workflows/triggers/): their rows belong to this app.
+from workflows.triggers.models import (  # noqa: E402, F401
+    DeliveryAttempt,
+    NotificationChannel,
+    NotificationDelivery,
+    Schedule,
+    ScheduleFire,
+    Webhook,
+    WebhookRejection,
+)

@@ -143,6 +143,13 @@ def api(method: str, path: Callable[[World], str], expected: dict[str, int], bod
     return Action(method, path, expected, body, json=True)
 
 
+def _webhook_path(world: World) -> str:
+    from workflows.triggers.models import Webhook
+
+    hook = Webhook.objects.create(definition=world.task.version.definition)
+    return f"/hooks/{SLUG}/{hook.hook_id}"
+
+
 # Every named URL of dashboard/urls.py (the admin has its own matrix below): the actions and who gets what.
 MATRIX: dict[str, list[Action]] = {
     "home": [Action("GET", lambda w: "/", VIEW_PAGE)],
@@ -153,6 +160,12 @@ MATRIX: dict[str, list[Action]] = {
     "workflow-editor": [Action("GET", lambda w: f"/workflows/{SLUG}/edit/", VIEW_PAGE)],
     "workflow-duplicate": [Action("POST", lambda w: f"/workflows/{SLUG}/duplicate", DESIGN_PAGE)],
     "workflow-archive": [Action("POST", lambda w: f"/workflows/{SLUG}/archive", DESIGN_PAGE)],
+    "workflow-triggers": [Action("GET", lambda w: f"/workflows/{SLUG}/triggers/", VIEW_PAGE),
+                          Action("POST", lambda w: f"/workflows/{SLUG}/triggers/", DESIGN_PAGE,
+                                 {"action": "add_schedule", "cron": "0 * * * *", "timezone": "UTC"})],
+    # Exempt from login and roles: public, authenticated by its HMAC signature instead (an unsigned
+    # request is refused whoever sends it; tests/triggers/test_webhooks.py covers the signatures).
+    "webhook-receive": [api("POST", _webhook_path, row(401, 401, 401, 401, 401, 401, 401), {"x": 1})],
     "instance-list": [Action("GET", lambda w: "/instances/", VIEW_PAGE)],
     "instance": [Action("GET", lambda w: f"/instances/{w.task.pk}/", VIEW_PAGE)],
     "api-node-types": [api("GET", lambda w: "/api/node-types", VIEW_API)],

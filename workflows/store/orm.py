@@ -18,6 +18,7 @@ from workflows.engine.statuses import StepStatus
 from workflows.models import Checkpoint, Event, ReviewItem, StepRun, WorkflowInstance
 from workflows.runtime import observe
 from workflows.runtime.unit import UnitOfWork
+from workflows.triggers import notifications
 
 
 class StaleWrite(Exception):
@@ -257,6 +258,7 @@ class OrmStore:
             from workflows import live
 
             self.on_commit(lambda: live.publish_commit(*announced))
+        notifications.after_commit_notices(unit, self.on_commit)
 
     def after_commit_many(self, units: list[UnitOfWork]) -> None:
         """The effects of several units: all their jobs in one enqueue (no batching across instances)."""
@@ -275,6 +277,8 @@ class OrmStore:
                 live.publish_commit(*notice)
 
         self.on_commit(effects)
+        for unit in units:
+            notifications.after_commit_notices(unit, self.on_commit)
 
     @staticmethod
     def announced(unit: UnitOfWork) -> tuple[int, int, int] | None:
