@@ -2,7 +2,7 @@
 import { test } from "node:test";
 import assert from "node:assert/strict";
 import {
-  History, ID_RULE, diffRows, errorsByPath, getPath, issueTargets, paletteOrder, parseImport, parseStartInput,
+  History, ID_RULE, closestId, diffRows, editDistance, errorsByPath, getPath, issueTargets, paletteOrder, parseImport, parseStartInput,
   renameNode, renameProblem, setPath, uniqueNodeId,
 } from "../../static/js/editor/model.js";
 import { compile } from "../../static/js/lib/schema-check.js";
@@ -55,7 +55,17 @@ test("import checks the document's shape and names the problem", () => {
   assert.equal(parseImport('{"nodes": [{"id": "a", "type": "start"}, {"id": "a", "type": "end"}]}').error,
     "node id 'a' appears twice.");
   assert.equal(parseImport('{"nodes": [{"id": "a", "type": "start"}], "edges": [{"source": "a", "target": "b"}]}').error,
-    "edge 1 must join two of the file's nodes (source and target).");
+    "edge 1: target 'b' is not one of the file's nodes");
+  const typo = { nodes: [{ id: "start", type: "start" }, { id: "fetch", type: "http" }, { id: "reply", type: "end" }],
+    edges: [{ source: "start", target: "fetch" }, { source: "fetch", target: "reply" }, { source: "start", target: "fetc" }] };
+  assert.equal(parseImport(JSON.stringify(typo)).error,
+    "edge 3: target 'fetc' is not one of the file's nodes (did you mean 'fetch'?)");
+  typo.edges[2] = { source: "nowhere", target: "reply" };
+  assert.equal(parseImport(JSON.stringify(typo)).error, "edge 3: source 'nowhere' is not one of the file's nodes");
+  typo.edges[2] = { target: "reply" };
+  assert.equal(parseImport(JSON.stringify(typo)).error, "edge 3: 'source' is missing");
+  typo.edges[2] = [];
+  assert.equal(parseImport(JSON.stringify(typo)).error, "edge 3: must be an object with 'source' and 'target'");
   const doc = Object.assign({ slug: "x", name: "X", input: { type: "object" } }, graph());
   const { graph: g } = parseImport(JSON.stringify(doc));
   assert.deepEqual(Object.keys(g).sort(), ["edges", "input", "nodes", "settings"]);
@@ -120,4 +130,15 @@ test("history: undo, redo, a new edit drops the redo branch, dirty against the s
   assert.deepEqual(h.stack, ["s1", "s3", "s4"]);
   h.markSaved();
   assert.equal(h.dirty, false);
+});
+
+test("closest ids: a typo gets a guess, a tie or a far id gets none", () => {
+  const ids = new Set(["fetch", "reply", "classify", "a", "b"]);
+  assert.equal(closestId("fetc", ids), "fetch");
+  assert.equal(closestId("clasify", ids), "classify");
+  assert.equal(closestId("c", ids), null); // one letter: no guess
+  assert.equal(closestId("zzzzzz", ids), null);
+  assert.equal(closestId("ab", new Set(["abc", "abd"])), null);
+  assert.equal(editDistance("kitten", "sitting", 10), 3);
+  assert.equal(editDistance("kitten", "sitting", 2), 2); // gives up at the limit
 });

@@ -67,6 +67,9 @@ function render(stats) {
   ])), "No failures.", 4);
 
   $("updated").textContent = new Date(stats.at).toLocaleTimeString([], { hour12: false });
+  // The newcomer's card (templates/dashboard/home.html) goes once something has run.
+  const firstRun = $("first-run");
+  if (firstRun && Object.values(stats.counts).some((n) => n > 0)) firstRun.hidden = true;
 }
 
 function renderChart(minutes) {

@@ -68,6 +68,8 @@ async function init() {
     cy.on("dragfree", "node", () => commit());
   }
   cy.on("select unselect", debounce(renderPanel, 0));
+  // Edges that would cross a node bend around it, as nodes move and elements come and go.
+  cy.on("dragfree add remove", debounce(() => G.routeEdges(cy), 0));
   state.history = new History(snapshot());
   bindToolbar();
   buildPalette();

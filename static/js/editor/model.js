@@ -57,6 +57,53 @@ export function renameNode(graph, oldId, newId) {
   return out;
 }
 
+/** Why an imported edge cannot be drawn (null: it can): names the end that is missing, and the
+ * closest node id when it looks like a typo ("target 'fetc' is not one of the file's nodes (fetch?)"). */
+export function danglingEdgeProblem(edge, ids) {
+  if (!edge || typeof edge !== "object" || Array.isArray(edge)) return "must be an object with 'source' and 'target'";
+  for (const end of ["source", "target"]) {
+    const id = edge[end];
+    if (id === undefined || id === null || id === "") return `'${end}' is missing`;
+    if (typeof id !== "string") return `'${end}' must be a node id (a string), not ${JSON.stringify(id)}`;
+    if (!ids.has(id)) {
+      const near = closestId(id, ids);
+      return `${end} '${id}' is not one of the file's nodes${near ? ` (did you mean '${near}'?)` : ""}`;
+    }
+  }
+  return null;
+}
+
+/** The nearest id to `id` within an edit distance of a third of its length (2 at most): none when two
+ * tie or none is that close, so a one-letter id gets no guess. */
+export function closestId(id, ids) {
+  let best = null;
+  const limit = Math.min(2, Math.floor(id.length / 3)) + 1;
+  let bestDistance = limit;
+  let tie = false;
+  for (const candidate of ids) {
+    const d = editDistance(id, candidate, limit);
+    if (d < bestDistance) { best = candidate; bestDistance = d; tie = false; } else if (d === bestDistance && d < limit) tie = true;
+  }
+  return best !== null && !tie ? best : null;
+}
+
+/** Levenshtein distance, giving up (returning `limit`) once it reaches `limit`: ids are at most 64 characters. */
+export function editDistance(a, b, limit) {
+  if (Math.abs(a.length - b.length) >= limit) return limit;
+  let prev = Array.from({ length: b.length + 1 }, (_, j) => j);
+  for (let i = 1; i <= a.length; i += 1) {
+    const row = [i];
+    let rowMin = i;
+    for (let j = 1; j <= b.length; j += 1) {
+      row[j] = Math.min(prev[j] + 1, row[j - 1] + 1, prev[j - 1] + (a[i - 1] === b[j - 1] ? 0 : 1));
+      rowMin = Math.min(rowMin, row[j]);
+    }
+    if (rowMin >= limit) return limit;
+    prev = row;
+  }
+  return Math.min(prev[b.length], limit);
+}
+
 /** Check an imported document's shape well enough to draw it; the server's validator says the rest. */
 export function parseImport(text) {
   let doc;
@@ -77,9 +124,8 @@ export function parseImport(text) {
     ids.add(n.id);
   }
   for (const [i, e] of (doc.edges || []).entries()) {
-    if (!e || typeof e !== "object" || !ids.has(e.source) || !ids.has(e.target)) {
-      return { error: `edge ${i + 1} must join two of the file's nodes (source and target).` };
-    }
+    const problem = danglingEdgeProblem(e, ids);
+    if (problem) return { error: `edge ${i + 1}: ${problem}` };
   }
   if (doc.settings !== undefined && (typeof doc.settings !== "object" || Array.isArray(doc.settings))) {
     return { error: "'settings' must be an object." };

@@ -10,6 +10,7 @@ import { ID_PATTERN, getPath } from "./model.js";
 import { addEdge, deleteSelection, isReal, realEdges, realNodes, renameNode, selection, setEdgeLabel,
   setEdgeWhen, setNodeField, commit } from "./canvas.js";
 import { field, schemaErrors, schemaFields, section, showFieldError } from "./forms.js";
+import { attachFunctionPicker } from "./functions.js";
 import { updateToolbar } from "./toolbar.js";
 import { revalidateSoon } from "./validation.js";
 
@@ -101,6 +102,11 @@ function nodePanel(node) {
         options: ["all", "any"], value: data.join, apply: apply("join"), placeholder: "— (all: wait for every branch)" })));
   }
   sections.push(connectionsSection(node));
+  // The python functions a node may call, with their docstrings, instead of typing a name from memory.
+  const pickFor = (path, kind) => sections.forEach((s) => s.querySelectorAll(`.field[data-path="${path}"]`)
+    .forEach((row) => attachFunctionPicker(row, kind)));
+  if (type.schema && type.schema.properties && type.schema.properties.function) pickFor("config.function", "name");
+  pickFor("compensate", "json");
   return el("div", { class: "node-panel", "data-node": id }, header,
     el("div", { id: "panel-issues-slot" }), ...sections, deleteButton("Delete node"));
 }

@@ -25,7 +25,10 @@ export function toast(message, kind) {
 export function updateToolbar() {
   const dirty = isDirty();
   const h = state.history;
-  $("#dirty-flag").hidden = !dirty;
+  // The flag keeps its place when off (visibility, not display): the toolbar never reflows under the pointer.
+  const flag = $("#dirty-flag");
+  flag.classList.toggle("off", !dirty);
+  flag.setAttribute("aria-hidden", dirty ? "false" : "true");
   $("#readonly-flag").hidden = !state.readOnly;
   $("#btn-undo").disabled = state.readOnly || !h.canUndo;
   $("#btn-redo").disabled = state.readOnly || !h.canRedo;

@@ -5,6 +5,7 @@ import { el, replaceChildren } from "../lib/dom.js";
 import { request } from "../lib/api.js";
 import { CFG, state, view, isDirty } from "./context.js";
 import { diffRows } from "./model.js";
+import { conflictView } from "./conflict.js";
 import { edgeList, realEdges, snapshot, toGraph } from "./canvas.js";
 import { showIssues, validate } from "./validation.js";
 import { toast, updateToolbar } from "./toolbar.js";
@@ -30,6 +31,7 @@ export async function openSave() {
     : `This will be v${state.latest + 1} of ${state.name} (you started from v${state.version}).`;
   $("#save-error").hidden = true;
   $("#save-force").hidden = true;
+  replaceChildren($("#save-conflict")).hidden = true;
   $("#save-message").value = "";
   $("#save-dialog").showModal();
   $("#save-message").focus();
@@ -62,9 +64,31 @@ export async function doSave(force) {
     err.textContent = exc.message || `saving failed (${exc.status})`;
     err.hidden = false;
     $("#save-force").hidden = exc.status !== 409;
+    if (exc.status === 409 && exc.data && "latest" in exc.data) showConflict(exc.data);
   } finally {
     $("#save-confirm").disabled = false;
   }
+}
+
+const diffList = (rows, id) => el("ul", { class: "diff-list", id }, rows.map(([kind, what, text]) =>
+  el("li", { class: "diff-" + kind }, el("span", { class: "diff-kind" }, `${kind} ${what}`), " ", text)));
+
+/** What "Save anyway" would overwrite, shown before the designer chooses it: who saved, when, their
+ * message, what they changed since this editor's version, and how the saved version would differ. */
+function showConflict(data) {
+  const view = conflictView(data, state.version);
+  const box = replaceChildren($("#save-conflict"));
+  box.append(el("p", { class: "conflict-head", id: "conflict-head" }, view.headline,
+    view.message ? el("span", {}, " Their message: ", el("q", {}, view.message)) : null));
+  box.append(el("h3", {}, "Their changes"));
+  if (!view.theirsKnown) box.append(el("p", { class: "muted" }, "Not known (the version you started from is gone)."));
+  else if (!view.theirs.length) box.append(el("p", { class: "muted", id: "conflict-theirs" }, "No change to nodes, edges or settings (only positions or the message)."));
+  else box.append(diffList(view.theirs, "conflict-theirs"));
+  box.append(el("h3", {}, "Saving anyway makes their version into yours"));
+  box.append(view.yours.length ? diffList(view.yours, "conflict-yours")
+    : el("p", { class: "muted", id: "conflict-yours" }, "No difference in nodes, edges or settings."));
+  box.append(el("p", { class: "muted" }, "Cancel and open the latest version to keep their work, or save anyway to replace it."));
+  box.hidden = false;
 }
 
 export async function openVersions() {
@@ -130,8 +154,7 @@ export async function runDiff() {
   if (!rows.length) box.append(el("p", { class: "muted" }, d.identical ? "The two versions are identical."
     : "No differences in nodes, edges or settings."));
   else {
-    box.append(el("ul", { class: "diff-list" }, rows.map(([kind, what, text]) =>
-      el("li", { class: "diff-" + kind }, el("span", { class: "diff-kind" }, `${kind} ${what}`), " ", text))));
+    box.append(diffList(rows));
   }
   // Show the change on the canvas when it displays the newer side.
   const cy = view.cy;

@@ -9,6 +9,7 @@
  *   setStatus(cy, "classify", "running");   // live view: status-<name> classes
  */
 import { meta } from "./meta.js";
+import { bendFor } from "./edge-route.js";
 
 const DEFAULT_COLOR = "#64748b";
 const SIZES = {
@@ -38,9 +39,37 @@ export function nodeLabel(node, type) {
   return icon + title + "\n" + (node.label ? node.id + " · " : "") + kind;
 }
 
+export const EDGE_LABEL_MOST = 60;          // characters; longer labels end in "…" (the panel shows the whole)
+const EDGE_LABEL_WIDTH = 150;               // px: a label wraps at spaces to this width
+const CHAR_WIDTH = 6.7;                     // px per character of the 11 px monospace label font
+const LINE_HEIGHT = 15;
+
 export function edgeLabel(edge) {
   const text = edge.label || edge.when || "";
-  return text.length > 40 ? text.slice(0, 38) + "…" : text;
+  return text.length > EDGE_LABEL_MOST ? text.slice(0, EDGE_LABEL_MOST - 1) + "…" : text;
+}
+
+/** The gap between layers the longest edge label needs to sit between two nodes without covering them
+ * (LR: its width, wrapped at EDGE_LABEL_WIDTH; TB: its wrapped lines' height), plus room for the arrow. */
+export function labelRoom(graph, direction) {
+  let width = 0;
+  let lines = 0;
+  (graph.edges || []).forEach((edge) => {
+    const text = edgeLabel(edge);
+    if (!text) return;
+    const chars = Math.min(text.length, Math.floor(EDGE_LABEL_WIDTH / CHAR_WIDTH));
+    width = Math.max(width, chars * CHAR_WIDTH);
+    lines = Math.max(lines, Math.ceil((text.length * CHAR_WIDTH) / EDGE_LABEL_WIDTH));
+  });
+  if (!width) return 0;
+  return Math.round(direction === "TB" ? lines * LINE_HEIGHT + 44 : width + 48);
+}
+
+/** Dagre options with at least the layer gap the graph's edge labels need (see labelRoom). */
+export function withLabelRoom(options, graph) {
+  if (!options || options.name !== "dagre") return options;
+  const room = labelRoom(graph, options.rankDir === "TB" ? "TB" : "LR");
+  return Object.assign({}, options, { rankSep: Math.max(options.rankSep || 0, room) });
 }
 
 /** The data a cytoscape node carries: id, type, the node JSON's other fields, and display data. */
@@ -103,18 +132,27 @@ export function style() {
       "border-width": 4, "border-color": "#1d4ed8", "border-opacity": 1,
       "underlay-color": "#3b82f6", "underlay-padding": 6, "underlay-opacity": 0.25,
     } },
+    // Edges between the same two nodes (both ways: a loop's forward and back edge) fan out by
+    // control-point-step-size, so neither hides the other or its label.
     { selector: "edge", style: {
-      "width": 2, "curve-style": "bezier", "target-arrow-shape": "triangle",
+      "width": 2, "curve-style": "bezier", "target-arrow-shape": "triangle", "control-point-step-size": 56,
     } },
+    // Labels stay horizontal (read without tilting the head), wrap instead of running over nodes, and
+    // sit on an opaque box with a border, so a line or another edge behind them does not cut them.
     { selector: "edge[display]", style: {
-      "width": 2, "line-color": "#94a3b8", "target-arrow-color": "#94a3b8", "target-arrow-shape": "triangle",
+      "width": 2, "line-color": "#64748b", "target-arrow-color": "#64748b", "target-arrow-shape": "triangle",
       "curve-style": "bezier", "arrow-scale": 1.2,
-      "label": "data(display)", "font-size": 11, "color": "#334155", "text-rotation": "none",
-      "text-background-color": "#fff", "text-background-opacity": 0.9, "text-background-padding": 2,
+      "label": "data(display)", "font-size": 11, "color": "#1e293b", "text-rotation": "none",
+      "text-wrap": "wrap", "text-max-width": EDGE_LABEL_WIDTH, "line-height": 1.3,
+      "text-background-color": "#fff", "text-background-opacity": 1, "text-background-padding": 3,
+      "text-background-shape": "roundrectangle",
+      "text-border-width": 1, "text-border-color": "#cbd5e1", "text-border-opacity": 1,
       "font-family": "ui-monospace, monospace",
     } },
+    // A conditional edge: thicker, dashed and violet, its label framed in violet.
     { selector: "edge[conditional = 'yes']", style: {
-      "line-style": "dashed", "line-color": "#7c3aed", "target-arrow-color": "#7c3aed",
+      "width": 2.5, "line-style": "dashed", "line-dash-pattern": [7, 4], "line-color": "#7c3aed",
+      "target-arrow-color": "#7c3aed", "color": "#4c1d95", "text-border-color": "#a78bfa",
     } },
     { selector: "edge:selected", style: {
       "width": 4, "line-color": "#1d4ed8", "target-arrow-color": "#1d4ed8",
@@ -149,15 +187,42 @@ export function style() {
 
 export function layoutOptions(direction, extra) {
   return Object.assign({
-    name: "dagre", rankDir: direction === "TB" ? "TB" : "LR", nodeSep: 36, rankSep: 56, edgeSep: 20,
+    name: "dagre", rankDir: direction === "TB" ? "TB" : "LR", nodeSep: 44, rankSep: 64, edgeSep: 30,
     fit: true, padding: 40, animate: false,
   }, extra || {});
 }
 
 /** Layered layout (dagre) of the whole graph, left to right ("LR") or top to bottom ("TB"). */
 export function layout(cy, direction, extra) {
-  cy.layout(layoutOptions(direction, Object.assign({ fit: false }, extra || {}))).run();
+  const labels = { edges: cy.edges().map((e) => ({ when: e.data("when"), label: (e.data("edge") || {}).label })) };
+  cy.layout(withLabelRoom(layoutOptions(direction, Object.assign({ fit: false }, extra || {})), labels)).run();
+  routeEdges(cy);
   fit(cy);
+}
+
+const BEND_STYLE = "curve-style control-point-distances control-point-weights";
+
+/** Bend every edge that would run straight through another node around it (lib/edge-route.js); an
+ * edge that no longer needs it goes back to the shared bezier style. Call after positions change. */
+export function routeEdges(cy) {
+  const boxes = cy.nodes("[type]").map((n) => {
+    const p = n.position();
+    return { id: n.id(), x: p.x, y: p.y, w: n.width(), h: n.height() };
+  });
+  cy.batch(() => {
+    cy.edges("[display]").forEach((edge) => {
+      const source = edge.source();
+      const target = edge.target();
+      const bend = source.same(target) ? 0 : bendFor(source.position(), target.position(),
+        boxes.filter((b) => b.id !== source.id() && b.id !== target.id()));
+      if (bend) {
+        edge.addClass("bent").style({ "curve-style": "unbundled-bezier", "control-point-distances": bend,
+          "control-point-weights": 0.5 });
+      } else if (edge.hasClass("bent")) {
+        edge.removeClass("bent").removeStyle(BEND_STYLE);
+      }
+    });
+  });
 }
 
 /** Fit the graph in view, but never zoom in past `maxZoom`: a small graph stays readable, not huge. */
@@ -174,13 +239,17 @@ export function fit(cy, padding, maxZoom) {
 export function create(container, graph, nodeTypes, options) {
   const opts = options || {};
   const positioned = hasPositions(graph);
-  const cy = window.cytoscape(Object.assign({
+  const settings = Object.assign({
     container: container,
     elements: elements(graph, nodeTypes),
     style: style(),
     layout: positioned ? { name: "preset", fit: false } : layoutOptions(opts.layout, { fit: false }),
     minZoom: 0.15, maxZoom: 3,
-  }, opts.cytoscape || {}));
+  }, opts.cytoscape || {});
+  // Whoever chose the layer gap (the live view's is tighter), the edge labels get their room.
+  settings.layout = withLabelRoom(settings.layout, graph);
+  const cy = window.cytoscape(settings);
+  routeEdges(cy);
   fit(cy);
   return cy;
 }
