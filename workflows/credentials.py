@@ -58,11 +58,21 @@ def decrypt(token: str) -> str:
 
 
 def rotate() -> int:
-    """Re-encrypt every credential under the first key; returns how many."""
+    """Re-encrypt every credential, and every other secret encrypted at rest (webhook and notification
+    channel secrets, EncryptedTextField), under the first key; returns how many rows."""
+    from workflows.triggers.models import NotificationChannel, Webhook
+
     count = 0
     for credential in Credential.objects.all():
         credential.encrypted_value = fernet().rotate(credential.encrypted_value.encode()).decode()
         credential.save(update_fields=["encrypted_value"])
+        count += 1
+    # Loading decrypts with any key; saving encrypts with the first.
+    for hook in Webhook.objects.all():
+        hook.save(update_fields=["secret", "previous_secret"])
+        count += 1
+    for channel in NotificationChannel.objects.all():
+        channel.save(update_fields=["secret"])
         count += 1
     return count
 

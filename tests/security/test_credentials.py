@@ -160,3 +160,33 @@ def test_a_credential_deleted_after_save_fails_the_step_naming_it(redis_conn: An
     step = StepRun.objects.get(instance=instance, node_id="call")
     assert step.status == "failed"
     assert step.error["message"] == "node 'call': credential 'crm_token' does not exist (any more)"
+
+
+def test_webhook_and_channel_secrets_are_encrypted_at_rest_and_rotate(db: None, settings: Any) -> None:
+    """Webhook and notification channel secrets sign HMACs, so they are kept in clear for the server
+    (EncryptedTextField), never in the column."""
+    from django.db import connection
+
+    from workflows.triggers.models import NotificationChannel, Webhook
+
+    version = save_version("hooked", chain({"id": "work", "type": "python", "config": {"function": "noop"}}))
+    hook = Webhook.objects.create(definition=version.definition, name="orders")
+    channel = NotificationChannel.objects.create(name="ops", kind="webhook", target="https://hooks.example.com/x")
+
+    def column(table: str, pk: int) -> str:
+        with connection.cursor() as cursor:
+            cursor.execute(f"SELECT secret FROM {table} WHERE id = %s", [pk])  # noqa: S608 - fixed names
+            return str(cursor.fetchone()[0])
+
+    for table, row in (("workflows_webhook", hook), ("workflows_notificationchannel", channel)):
+        stored = column(table, row.pk)
+        assert row.secret.startswith("whsec_") and row.secret not in stored
+        assert type(row).objects.get(pk=row.pk).secret == row.secret
+    old = list(settings.STEADYFLOW["CREDENTIALS_KEYS"])
+    settings.STEADYFLOW = {**settings.STEADYFLOW, "CREDENTIALS_KEYS": [Fernet.generate_key().decode(), *old]}
+    before = column("workflows_webhook", hook.pk)
+    credentials.rotate()
+    settings.STEADYFLOW = {**settings.STEADYFLOW, "CREDENTIALS_KEYS": settings.STEADYFLOW["CREDENTIALS_KEYS"][:1]}
+    assert column("workflows_webhook", hook.pk) != before
+    assert Webhook.objects.get(pk=hook.pk).secret == hook.secret
+    assert NotificationChannel.objects.get(pk=channel.pk).secret == channel.secret

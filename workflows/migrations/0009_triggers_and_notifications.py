@@ -2,6 +2,7 @@
 
 import django.db.models.deletion
 import django.utils.timezone
+import workflows.fields
 import workflows.triggers.models
 from django.db import migrations, models
 
@@ -47,7 +48,7 @@ class Migration(migrations.Migration):
                 ('kind', models.CharField(choices=[('email', 'Email'), ('webhook', 'Webhook')], max_length=8)),
                 ('target', models.CharField(help_text='email: addresses, comma-separated; webhook: URL', max_length=1000)),
                 ('events', models.JSONField(default=workflows.triggers.models.all_events, help_text='any of: review, failed, human_task')),
-                ('secret', models.CharField(blank=True, default=workflows.triggers.models.new_secret, max_length=100)),
+                ('secret', workflows.fields.EncryptedTextField(blank=True, default=workflows.triggers.models.new_secret)),
                 ('enabled', models.BooleanField(default=True)),
                 ('created_at', models.DateTimeField(default=django.utils.timezone.now)),
             ],
@@ -127,8 +128,8 @@ class Migration(migrations.Migration):
                 ('id', models.BigAutoField(auto_created=True, primary_key=True, serialize=False, verbose_name='ID')),
                 ('hook_id', models.CharField(default=workflows.triggers.models.new_hook_id, max_length=32, unique=True)),
                 ('name', models.CharField(blank=True, max_length=100)),
-                ('secret', models.CharField(default=workflows.triggers.models.new_secret, max_length=100)),
-                ('previous_secret', models.CharField(blank=True, max_length=100)),
+                ('secret', workflows.fields.EncryptedTextField(default=workflows.triggers.models.new_secret)),
+                ('previous_secret', workflows.fields.EncryptedTextField(blank=True)),
                 ('previous_until', models.DateTimeField(blank=True, null=True)),
                 ('enabled', models.BooleanField(default=True)),
                 ('input_mapping', models.JSONField(blank=True, default=dict)),

@@ -8,6 +8,8 @@ from typing import Any
 from django.db import models
 from django.utils import timezone as dj_timezone
 
+from workflows.fields import EncryptedTextField
+
 
 def new_secret() -> str:
     return "whsec_" + secrets.token_urlsafe(32)
@@ -20,16 +22,17 @@ def new_hook_id() -> str:
 class Webhook(models.Model):
     """An incoming webhook URL for one definition: POST /hooks/<slug>/<hook_id>, signed with `secret`.
 
-    The secret is needed in clear to verify HMACs, so it is stored as is (never shown after creation:
-    not in the admin, not on the pages). `previous_secret` keeps working until `previous_until` after
+    The secret is needed in clear to verify HMACs, so it is encrypted at rest with the credentials keys
+    (EncryptedTextField), not hashed; it is never shown after creation (not in the admin, not on the
+    pages). `previous_secret` keeps working until `previous_until` after
     a rotation, so senders can switch without a gap."""
 
     definition = models.ForeignKey("workflows.WorkflowDefinition", on_delete=models.CASCADE,
                                    related_name="webhooks")
     hook_id = models.CharField(max_length=32, unique=True, default=new_hook_id)
     name = models.CharField(max_length=100, blank=True)
-    secret = models.CharField(max_length=100, default=new_secret)
-    previous_secret = models.CharField(max_length=100, blank=True)
+    secret = EncryptedTextField(default=new_secret)
+    previous_secret = EncryptedTextField(blank=True)
     previous_until = models.DateTimeField(null=True, blank=True)
     enabled = models.BooleanField(default=True)
     # {input field: JSON pointer ("/a/0/b") or dotted path ("a.0.b") into the payload}; empty: the
@@ -45,9 +48,10 @@ class Webhook(models.Model):
         return f"webhook {self.hook_id} of {self.definition_id}"
 
     def secrets_valid_at(self, now: Any) -> list[str]:
-        valid = [self.secret]
+        # str(): the fields hold the clear text once loaded (EncryptedTextField decrypts).
+        valid = [str(self.secret)]
         if self.previous_secret and self.previous_until is not None and now < self.previous_until:
-            valid.append(self.previous_secret)
+            valid.append(str(self.previous_secret))
         return valid
 
 
@@ -135,7 +139,7 @@ class NotificationChannel(models.Model):
     target = models.CharField(max_length=1000, help_text="email: addresses, comma-separated; webhook: URL")
     events = models.JSONField(default=all_events, help_text="any of: review, failed, human_task")
     # Webhook channels sign their requests with it (never shown back in the admin).
-    secret = models.CharField(max_length=100, default=new_secret, blank=True)
+    secret = EncryptedTextField(default=new_secret, blank=True)
     enabled = models.BooleanField(default=True)
     created_at = models.DateTimeField(default=dj_timezone.now)
 
