@@ -6,13 +6,15 @@ from __future__ import annotations
 from django.contrib.auth.models import Group, Permission
 
 _VIEW = ["view_workflowdefinition", "view_workflowversion", "view_workflowinstance", "view_steprun",
-         "view_event", "view_checkpoint", "view_reviewitem", "view_auditentry", "view_breakerstate"]
+         "view_event", "view_checkpoint", "view_reviewitem", "view_auditentry", "view_breakerstate",
+         "view_llmcacheentry"]
 ROLES: dict[str, list[str]] = {
     "viewers": _VIEW,
     "designers": _VIEW + ["add_workflowdefinition", "change_workflowdefinition", "add_workflowversion",
                           "add_workflowinstance"],
     "operators": _VIEW + ["add_workflowinstance", "change_workflowinstance", "operate_workflowinstance",
-                          "change_reviewitem", "decide_reviewitem", "change_breakerstate"],
+                          "change_reviewitem", "decide_reviewitem", "change_breakerstate",
+                          "delete_llmcacheentry"],
 }
 
 

@@ -5,10 +5,13 @@ from __future__ import annotations
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from datetime import datetime
-from typing import Any, ClassVar, Protocol
+from typing import TYPE_CHECKING, Any, ClassVar, Protocol
 
 from workflows.engine.errors import GraphIssue
 from workflows.engine.graph import Graph, Node
+
+if TYPE_CHECKING:
+    from workflows.engine.llm_cache import ResponseCache
 
 
 @dataclass(frozen=True)
@@ -59,6 +62,8 @@ class StepCall:
     engine: EngineConfig
     call_index: int = 0  # how many calls this node made earlier in this instance (scripted LLMs)
     breaker: BreakerGate | None = None
+    # An llm node's response cache: given only to a node whose config opts in (workflows/engine/llm_cache.py).
+    cache: ResponseCache | None = None
 
 
 @dataclass
