@@ -4,7 +4,7 @@ from django.contrib.auth import views as auth_views
 from django.contrib.staticfiles.urls import staticfiles_urlpatterns
 from django.urls import path
 
-from dashboard import api, demo, editor, editor_api, instance_api, review_views, views
+from dashboard import api, demo, editor, editor_api, instance_api, report_views, review_views, views
 from dashboard.login_throttle import ThrottledAdminAuthenticationForm, ThrottledAuthenticationForm
 
 # Both login pages say when a login is refused because of too many failures (dashboard/login_throttle.py).
@@ -20,6 +20,7 @@ urlpatterns = [
     path("workflows/<slug:slug>/archive", editor.archive, name="workflow-archive"),
     path("instances/", views.instance_list, name="instance-list"),
     path("instances/<int:instance_id>/", views.instance_detail, name="instance"),
+    path("instances/<int:instance_id>/report/", report_views.report_page, name="instance-report"),
     path("api/node-types", api.node_types, name="api-node-types"),
     path("api/validate", api.validate, name="api-validate"),
     path("api/functions", api.functions, name="api-functions"),
@@ -33,6 +34,7 @@ urlpatterns = [
     path("api/expressions/check", editor_api.check_expression, name="api-check-expression"),
     path("api/instances/<int:instance_id>", api.instance, name="api-instance"),
     path("api/instances/<int:instance_id>/events", api.instance_events, name="api-instance-events"),
+    path("api/instances/<int:instance_id>/report", report_views.instance_report, name="api-instance-report"),
     path("api/instances/<int:instance_id>/steps", instance_api.instance_steps, name="api-instance-steps"),
     path("api/instances/<int:instance_id>/cancel", instance_api.cancel, name="api-instance-cancel"),
     path("api/instances/<int:instance_id>/retry", instance_api.retry, name="api-instance-retry"),
