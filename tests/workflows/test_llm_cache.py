@@ -98,6 +98,11 @@ def test_an_expired_entry_is_a_miss_and_is_replaced_then_purged(processes, redis
     later = timezone.now() + timedelta(minutes=2)
     assert reconciler.tick(later).cache_purged == 1
     assert not LLMCacheEntry.objects.exists()
+    # Not again within the minute; a clock set back does not postpone it.
+    LLMCacheEntry.objects.create(workflow_id=version.definition_id, key="old", output={},
+                                 expires_at=timezone.now() - timedelta(seconds=1))
+    assert reconciler.tick(later + timedelta(seconds=30)).cache_purged == 0
+    assert reconciler.tick(timezone.now()).cache_purged == 1
 
 
 def test_errors_are_never_cached_and_nodes_without_cache_store_nothing(processes, redis_conn, make_version):
