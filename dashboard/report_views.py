@@ -19,11 +19,17 @@ from workflows.report import build_report
 
 STEP_FIELDS = ("id", "node_id", "node_type", "visit", "attempt", "status", "worker", "created_at", "started_at",
                "finished_at", "usage", "output", "error", "degraded")
+# The steps a report lists, and sums per node (an instance may run up to MAX_TRANSITIONS steps): past
+# this the report says `truncated` and its per-node figures cover the first MAX_REPORT_STEPS; the
+# instance's token and cost totals stay exact (they come from its own counters).
+MAX_REPORT_STEPS = 10_000
 
 
 def report_for(instance: WorkflowInstance) -> dict[str, Any]:
-    """Load the rows of one instance and build its report (three queries plus the audit's)."""
-    steps = list(StepRun.objects.filter(instance=instance).values(*STEP_FIELDS))
+    """Load the rows of one instance and build its report."""
+    rows = StepRun.objects.filter(instance=instance)
+    steps = list(rows.order_by("id").values(*STEP_FIELDS)[:MAX_REPORT_STEPS])
+    total = rows.count() if len(steps) == MAX_REPORT_STEPS else len(steps)
     reviews = list(ReviewItem.objects.filter(instance=instance).annotate(decided_by_name=F("decided_by__username"))
                    .values("id", "node_id", "reason", "status", "details", "decision", "created_at", "decided_at",
                            "decided_by_name", "note"))
@@ -37,7 +43,7 @@ def report_for(instance: WorkflowInstance) -> dict[str, Any]:
            "status": instance.status, "halt_reason": instance.halt_reason, "created_at": instance.created_at,
            "finished_at": instance.finished_at, "trace_id": instance.trace_id, "tokens": instance.tokens,
            "cost_usd": instance.cost_usd}
-    return build_report(row, steps, reviews, audit)
+    return build_report(row, steps, reviews, audit, steps_total=total)
 
 
 def _instance(instance_id: int) -> WorkflowInstance | None:

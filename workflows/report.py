@@ -114,9 +114,10 @@ def _audit(entry: Row) -> dict[str, Any]:
 
 
 def build_report(instance: Row, steps: Sequence[Row], reviews: Sequence[Row] = (),
-                 audit: Sequence[Row] = ()) -> dict[str, Any]:
+                 audit: Sequence[Row] = (), *, steps_total: int | None = None) -> dict[str, Any]:
     """The report of one instance. `steps`, `reviews` and `audit` in any order (sorted here by id:
-    creation order); `decided_by`/`actor` are display names."""
+    creation order); `decided_by`/`actor` are display names. `steps_total`: how many steps the
+    instance has when `steps` holds only the first of them (the report then says it is truncated)."""
     entries = [step_entry(step) for step in sorted(steps, key=lambda s: s["id"])]
     nodes = _node_totals(entries)
     halts = [_halt(review) for review in sorted(reviews, key=lambda r: r["id"])]
@@ -130,6 +131,7 @@ def build_report(instance: Row, steps: Sequence[Row], reviews: Sequence[Row] = (
             "created_at": instance.get("created_at"), "finished_at": instance.get("finished_at"),
             "trace_id": instance.get("trace_id"),
         },
+        "truncated": steps_total is not None and steps_total > len(entries),
         "path": [{"node": e["node"], "type": e["type"], "visit": e["visit"], "step": e["id"], "status": e["status"]}
                  for e in entries],
         "steps": entries,
@@ -137,7 +139,7 @@ def build_report(instance: Row, steps: Sequence[Row], reviews: Sequence[Row] = (
         "halts": halts,
         "audit": decisions,
         "totals": {
-            "steps": len(entries),
+            "steps": max(steps_total or 0, len(entries)),
             "nodes": len(nodes),
             "attempts": sum(e["attempts"] for e in entries),
             "retries": sum(e["retries"] for e in entries),

@@ -8,6 +8,7 @@ import json
 import pytest
 from django.test import Client
 
+from dashboard import report_views
 from tests.conftest import chain, wait_for_status
 from tests.workflows.functions import EXTRA_FUNCTIONS_ENV
 from workflows import review, runtime
@@ -42,7 +43,7 @@ def finished(processes, redis_conn, make_version, user_in):
     return wait_for_status(instance, "completed", timeout=60)
 
 
-def test_the_report_of_a_retried_halted_and_approved_instance(finished, user_in):
+def test_the_report_of_a_retried_halted_and_approved_instance(finished, user_in, monkeypatch):
     viewer = Client()
     viewer.force_login(user_in("viewers", "vera"))
     response = viewer.get(f"/api/instances/{finished.pk}/report")
@@ -75,6 +76,13 @@ def test_the_report_of_a_retried_halted_and_approved_instance(finished, user_in)
     assert "budget_exceeded" in html and "worth it" in html
     assert f"/api/instances/{finished.pk}/report?download=1" in html
     assert f'href="/instances/{finished.pk}/report/"' in viewer.get(f"/instances/{finished.pk}/").content.decode()
+
+    # Past the step cap the tables cover the first steps and both the JSON and the page say so.
+    monkeypatch.setattr(report_views, "MAX_REPORT_STEPS", 2)
+    capped = viewer.get(f"/api/instances/{finished.pk}/report").json()
+    assert capped["truncated"] is True and capped["totals"]["steps"] == 5 and len(capped["steps"]) == 2
+    assert capped["totals"]["cost_usd"] == pytest.approx(0.6)
+    assert 'id="report-truncated"' in viewer.get(f"/instances/{finished.pk}/report/").content.decode()
 
 
 def test_unknown_instances_and_permissions(db, user_in):

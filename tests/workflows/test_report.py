@@ -87,3 +87,10 @@ def test_unfinished_steps_halts_and_decisions() -> None:
 def test_an_instance_with_no_steps() -> None:
     report = build_report(INSTANCE, [])
     assert report["path"] == [] and report["nodes"] == [] and report["totals"]["steps"] == 0
+    assert report["truncated"] is False
+
+
+def test_a_truncated_step_list_says_so() -> None:
+    report = build_report(INSTANCE, [step(1, "start", node_type="start", end=0)], steps_total=50_000)
+    assert report["truncated"] is True and report["totals"]["steps"] == 50_000 and len(report["steps"]) == 1
+    assert report["totals"]["tokens"] == 165  # the instance's own counters, whatever was listed
