@@ -14,7 +14,7 @@ from django.utils import timezone
 from django.utils.html import format_html
 from django.utils.timesince import timesince
 
-from workflows import breakers, review
+from workflows import breakers, llm_cache, review
 from workflows.credential_forms import CredentialForm
 from workflows.forms import ReviewDecisionForm
 from workflows.models import (
@@ -23,6 +23,7 @@ from workflows.models import (
     Checkpoint,
     Credential,
     Event,
+    LLMCacheEntry,
     ReviewItem,
     StepRun,
     WorkflowDefinition,
@@ -253,5 +254,33 @@ class CredentialAdmin(admin.ModelAdmin):
         obj.updated_at = timezone.now()
         obj.updated_by = request.user if request.user.is_authenticated else None
         super().save_model(request, obj, form, change)
+
+
+@admin.register(LLMCacheEntry)
+class LLMCacheEntryAdmin(admin.ModelAdmin):
+    """Stored llm replies (workflows/llm_cache.py): read-only; operators delete or clear them."""
+
+    list_display = ("workflow", "node_id", "key_prefix", "created_at", "expires_at", "hits", "source_step")
+    list_filter = ("workflow",)
+    readonly_fields = [f.name for f in LLMCacheEntry._meta.fields]
+    actions = ["clear_workflows"]
+
+    @admin.display(description="key")
+    def key_prefix(self, obj: LLMCacheEntry) -> str:
+        return obj.key[:12]
+
+    def has_add_permission(self, request: HttpRequest) -> bool:
+        return False
+
+    def has_change_permission(self, request: HttpRequest, obj: Any = None) -> bool:
+        return False
+
+    @admin.action(description="Clear the whole cache of the selected entries' workflows", permissions=["delete"])
+    def clear_workflows(self, request: HttpRequest, queryset: Any) -> None:
+        slugs = sorted(set(queryset.values_list("workflow__slug", flat=True)))
+        deleted = sum(llm_cache.clear(workflow_slug=slug) for slug in slugs)
+        messages.success(request, f"cleared {deleted} cached repl(ies) of {', '.join(slugs) or 'no workflow'}")
+
+
 # Triggers and notifications register their own ModelAdmins.
 import workflows.triggers.admin  # noqa: E402, F401

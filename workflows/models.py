@@ -368,6 +368,36 @@ class Credential(models.Model):
 
         self.encrypted_value = encrypt(value)
         self.updated_at = timezone.now()
+
+
+class LLMCacheEntry(models.Model):
+    """A stored llm reply (workflows/llm_cache.py): an opted-in node making the same call within the TTL
+    gets it back instead of calling its provider. Per workflow; shared by every worker."""
+
+    workflow = models.ForeignKey(WorkflowDefinition, on_delete=models.CASCADE, related_name="+")
+    key = models.CharField(max_length=64)  # workflows/engine/llm_cache.py key_for
+    node_id = models.CharField(max_length=64, blank=True)
+    output = models.JSONField()
+    usage = models.JSONField(default=dict)
+    # The step whose call produced the reply (hits link to it); kept as a plain id so deleting history
+    # does not touch the cache.
+    source_step = models.BigIntegerField(null=True, blank=True)
+    source_instance = models.BigIntegerField(null=True, blank=True)
+    created_at = models.DateTimeField(default=timezone.now)
+    expires_at = models.DateTimeField(db_index=True)  # the scheduler purges rows past it
+    hits = models.PositiveIntegerField(default=0)
+    last_hit_at = models.DateTimeField(null=True, blank=True)
+
+    class Meta:
+        constraints = [models.UniqueConstraint(fields=["workflow", "key"], name="unique_llm_cache_key")]
+        ordering = ["-created_at"]
+        verbose_name = "LLM cache entry"
+        verbose_name_plural = "LLM cache entries"
+
+    def __str__(self) -> str:
+        return f"{self.node_id} {self.key[:12]}"
+
+
 # Triggers and notifications (workflows/triggers/): their rows belong to this app.
 from workflows.triggers.models import (  # noqa: E402, F401
     DeliveryAttempt,

@@ -7,7 +7,7 @@ from django.contrib.auth.models import Group, Permission
 
 _VIEW = ["view_workflowdefinition", "view_workflowversion", "view_workflowinstance", "view_steprun",
          "view_event", "view_checkpoint", "view_reviewitem", "view_auditentry", "view_breakerstate",
-         "view_webhook", "view_webhookrejection", "view_schedule", "view_schedulefire"]
+         "view_webhook", "view_webhookrejection", "view_schedule", "view_schedulefire", "view_llmcacheentry"]
 # Triggers are part of designing a workflow; notification channels are the operators' pager.
 _DESIGN_TRIGGERS = ["add_webhook", "change_webhook", "delete_webhook", "add_schedule", "change_schedule",
                     "delete_schedule"]
@@ -19,7 +19,8 @@ ROLES: dict[str, list[str]] = {
                           "add_workflowinstance", "view_credential", "add_credential", "change_credential",
                           "delete_credential"] + _DESIGN_TRIGGERS,
     "operators": _VIEW + ["add_workflowinstance", "change_workflowinstance", "operate_workflowinstance",
-                          "change_reviewitem", "decide_reviewitem", "change_breakerstate"] + _NOTIFY,
+                          "change_reviewitem", "decide_reviewitem", "change_breakerstate",
+                          "delete_llmcacheentry"] + _NOTIFY,
 }
 
 

@@ -32,7 +32,7 @@ from dashboard.routing import websocket_urlpatterns
 from tests.dashboard.sockets import ORIGIN, run, session_headers
 from workflows import review, runtime
 from workflows.definitions import save_version
-from workflows.models import BreakerState, Credential, ReviewItem, WorkflowInstance
+from workflows.models import BreakerState, Credential, LLMCacheEntry, ReviewItem, WorkflowInstance
 from workflows.roles import ensure_roles
 
 ROLES = ("anonymous", "nobody", "viewer", "designer", "operator", "outsider", "superuser")
@@ -102,9 +102,12 @@ def world(db: None) -> World:
     credential = Credential(name="crm_token", kind="secret")
     credential.set_value("s3cret-value")
     credential.save()
+    cached = LLMCacheEntry.objects.create(workflow_id=version.definition_id, key="k", output={"text": "hi"},
+                                          expires_at=timezone.now() + timedelta(hours=1))
     return World(people, task, mine, halted, breaker, ids={
         "task_item": ReviewItem.objects.get(instance=task, status="open").pk,
         "halt_item": ReviewItem.objects.get(instance=halted, status="open").pk,
+        "cache_entry": cached.pk,
     })
 
 
@@ -168,6 +171,7 @@ MATRIX: dict[str, list[Action]] = {
     "webhook-receive": [api("POST", _webhook_path, row(401, 401, 401, 401, 401, 401, 401), {"x": 1})],
     "instance-list": [Action("GET", lambda w: "/instances/", VIEW_PAGE)],
     "instance": [Action("GET", lambda w: f"/instances/{w.task.pk}/", VIEW_PAGE)],
+    "instance-report": [Action("GET", lambda w: f"/instances/{w.halted.pk}/report/", VIEW_PAGE)],
     "api-node-types": [api("GET", lambda w: "/api/node-types", VIEW_API)],
     "api-meta": [api("GET", lambda w: "/api/meta", VIEW_API)],
     "api-functions": [api("GET", lambda w: "/api/functions", VIEW_API)],
@@ -194,6 +198,8 @@ MATRIX: dict[str, list[Action]] = {
     "api-instance": [api("GET", lambda w: f"/api/instances/{w.task.pk}", VIEW_API)],
     "api-instance-events": [api("GET", lambda w: f"/api/instances/{w.task.pk}/events", VIEW_API)],
     "api-instance-steps": [api("GET", lambda w: f"/api/instances/{w.task.pk}/steps", VIEW_API)],
+    "api-instance-report": [api("GET", lambda w: f"/api/instances/{w.halted.pk}/report", VIEW_API),
+                            api("GET", lambda w: f"/api/instances/{w.task.pk}/report?download=1", VIEW_API)],
     "api-instance-cancel": [
         # Designers cancel the instances they started, operators any instance.
         api("POST", lambda w: f"/api/instances/{w.mine.pk}/cancel", row(401, 403, 403, 200, 200, 200, 200)),
@@ -296,6 +302,10 @@ ADMIN_ACTIONS: dict[tuple[str, str], AdminAction] = {
     ("breakerstate", "reset_selected"): AdminAction(
         {"operator", "outsider", "superuser"}, lambda w: [w.breaker.pk],
         lambda w, messages: BreakerState.objects.get(pk=w.breaker.pk).state == "closed"),
+    # Operators clear cached llm replies (delete permission); viewers and designers only see them.
+    ("llmcacheentry", "clear_workflows"): AdminAction(
+        {"operator", "outsider", "superuser"}, lambda w: [w.ids["cache_entry"]],
+        lambda w, messages: not LLMCacheEntry.objects.filter(pk=w.ids["cache_entry"]).exists()),
 }
 
 

@@ -23,6 +23,7 @@ MAX_ATTEMPTS = 100                   # retry.max_attempts
 MAX_BACKOFF_S = DAY_S                # retry.backoff_s and retry.max_backoff_s
 MAX_WAIT_S = YEAR_S                  # a wait node's seconds
 MAX_LLM_TOKENS = 10_000_000          # an llm node's max_tokens
+MAX_LLM_CACHE_TTL_S = 90 * DAY_S    # an llm node's cache.ttl_s
 MAX_SCRIPT_DELAY_S = DAY_S           # a scripted llm response's delay_s
 MAX_POSITION = 1e7                   # the editor's node coordinates
 

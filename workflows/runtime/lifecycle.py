@@ -153,6 +153,12 @@ def build_call(claim: Claim, now: datetime | None = None) -> StepCall:
         from workflows.breakers import DatabaseBreaker, provider_key
 
         gate = DatabaseBreaker(provider_key(config, account))
+    response_cache = None
+    if node.type == "llm" and raw.get("cache"):
+        # Only a node that opts in gets one: the others never query the cache table.
+        from workflows.llm_cache import DatabaseCache
+
+        response_cache = DatabaseCache(inst.definition_id, node.id, claim.step.pk, inst.pk)
     call = StepCall(
         node=node, config=config, context=inst.context, steps=steps, start_input=inst.input,
         instance_id=inst.pk, visit=claim.step.visit, attempt=claim.step.attempt,
@@ -160,7 +166,7 @@ def build_call(claim: Claim, now: datetime | None = None) -> StepCall:
         # The step's own span in the instance's trace (runtime/observe.py): what http and llm nodes send.
         trace_id=step_traceparent(inst.trace_id, claim.step.pk, claim.step.attempt),
         activated_at=claim.step.created_at, engine=engine_config(), call_index=call_index, breaker=gate,
-        secrets=scope, provider=account,
+        secrets=scope, provider=account, cache=response_cache,
     )
     claim.call = call
     return call

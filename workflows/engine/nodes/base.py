@@ -5,11 +5,14 @@ from __future__ import annotations
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from datetime import datetime
-from typing import Any, ClassVar, Protocol
+from typing import TYPE_CHECKING, Any, ClassVar, Protocol
 
 from workflows.engine.errors import GraphIssue
 from workflows.engine.graph import Graph, Node
 from workflows.engine.secrets import ProviderAccount, SecretScope
+
+if TYPE_CHECKING:
+    from workflows.engine.llm_cache import ResponseCache
 
 
 @dataclass(frozen=True)
@@ -64,6 +67,8 @@ class StepCall:
     # what it sends, and scrubs what comes back (engine/secrets.py).
     secrets: SecretScope | None = None
     provider: ProviderAccount | None = None  # an llm node's provider credential (None: the environment's)
+    # An llm node's response cache: given only to a node whose config opts in (workflows/engine/llm_cache.py).
+    cache: ResponseCache | None = None
 
 
 @dataclass

@@ -5,7 +5,7 @@ import copy
 from functools import partial
 from typing import Any, ClassVar
 
-from workflows.engine import limits, outbound, providers
+from workflows.engine import limits, llm_cache, outbound, providers
 from workflows.engine.errors import CircuitOpen, ConfigError, GraphIssue, ProviderError, StepError, StepTimeout
 from workflows.engine.graph import Graph, Node
 from workflows.engine.nodes import register
@@ -47,6 +47,11 @@ class LLM(NodeKind):
             "temperature": {"type": "number", "minimum": 0, "maximum": 2},
             "max_tokens": limits.number(1, limits.MAX_LLM_TOKENS, integer=True),
             "save_as": {"type": "string", "title": "Also store the reply text in context[...]"},
+            # Opt-in response cache (workflows/engine/llm_cache.py): same call within ttl_s -> stored reply.
+            "cache": {"type": "object", "title": "Response cache", "additionalProperties": False,
+                      "required": ["ttl_s"],
+                      "properties": {"ttl_s": limits.number(1, limits.MAX_LLM_CACHE_TTL_S, integer=True,
+                                                            title="Keep replies for (seconds)")}},
             "script": {
                 "type": "array",
                 "title": "Scripted responses (in order; the last repeats)",
@@ -97,6 +102,12 @@ class LLM(NodeKind):
     async def arun(self, call: StepCall) -> NodeResult:
         config = call.config
         routes: list[str] = list(config.get("routes") or [])
+        cache_key = _cache_key(call, routes)
+        if cache_key is not None and call.cache is not None:
+            # Before the breaker: a stored reply calls no provider, so it is served even when one is down.
+            hit = await asyncio.to_thread(call.cache.get, cache_key, call.now)
+            if hit is not None:
+                return llm_cache.hit_result(hit, call.now, _model(config), config.get("save_as"))
         gate = call.breaker
         # The breaker's state lives in the database: its calls run off the event loop.
         if gate is not None and not await asyncio.to_thread(gate.allow):
@@ -124,6 +135,11 @@ class LLM(NodeKind):
         usage = _usage(reply, str(config.get("model") or reply.model), call.engine.llm_prices)
         output = {"text": reply.text, "route": reply.route, "tool_calls": reply.tool_calls, "usage": usage}
         updates = {config["save_as"]: reply.text} if config.get("save_as") else {}
+        ttl = llm_cache.ttl_of(config)
+        if cache_key is not None and call.cache is not None and ttl is not None:
+            # Only a reply that makes the step succeed is stored: errors never are.
+            await asyncio.to_thread(call.cache.put, cache_key, output, usage, call.now, ttl)
+            output = {**output, "cache": {"hit": False, "stored": True}}
         return NodeResult(output=output, usage=usage, context_updates=updates)
 
 
@@ -172,6 +188,20 @@ def provider_of(config: dict[str, Any], default: str) -> str:
         return str(provider)
     # A node that names a provider credential calls that (OpenAI-compatible) provider.
     return "openai" if config.get("credential") else default
+
+
+def _model(config: dict[str, Any]) -> str:
+    return str(config.get("model") or "gpt-4o-mini")
+
+
+def _cache_key(call: StepCall, routes: list[str]) -> str | None:
+    """The node's cache key, or None when it does not opt in (then no cache is consulted at all)."""
+    if call.cache is None or llm_cache.ttl_of(call.config) is None:
+        return None
+    provider = provider_of(call.config, call.engine.llm_default_provider)
+    return llm_cache.key_for(call.config, provider=provider, model=_model(call.config),
+                             endpoint="" if provider == "scripted" else call.engine.llm_base_url,
+                             messages=_messages(call.config, routes))
 
 
 def _fallback(call: StepCall, breaker_key: str) -> NodeResult:
