@@ -9,11 +9,17 @@ Join semantics (dead-path elimination, as in BPMN engines):
 - `join: all` (the default) activates the node once every forward incoming edge is resolved and at
   least one fired; if none fired the node is skipped and its own edges resolve as not fired.
 - `join: any` activates the node on the first fired forward edge; the rest of that wave is absorbed.
-- A back edge (closing a cycle) activates its target by itself whenever it fires.
+- A back edge (one returning to where a loop is entered, `Graph.is_back_edge`) activates its target
+  by itself whenever it fires, and starts a new round of the loop.
+- Inside a loop body edges are forward: a join there waits for the branches of its round and fires
+  once per round; its record is per round (`join_record`), so round N+1 starts fresh even when it
+  overtakes a late branch of round N. A branch not taken resolves at once (it is skipped for this
+  round), unless its node went back to the loop's start or left the loop: the round ended there.
 - Loops: the edges leaving one loop for the same target are one join input (`Graph.join_slot`), and
   an exit that did not fire stays open while its node goes round the loop again: only the node that
   stops looping resolves it. (Otherwise a join after `a <-> b` resolves "not fired" on the first
-  round and never starts when the loop ends.)
+  round and never starts when the loop ends.) The same holds for an inner loop's exits into the body
+  of the loop around it.
 """
 
 from __future__ import annotations
@@ -25,7 +31,8 @@ from typing import Any
 
 from workflows.engine.graph import Edge, Graph
 
-# target node -> {"edges": {join slot (an edge index, or "loop:<node>"): fired}, "started": bool}
+# target node -> {"edges": {join slot (an edge index, or "loop:<node>"): fired}, "started": bool,
+#                 "next": [later rounds' records, only while rounds overlap]}
 JoinState = dict[str, dict[str, Any]]
 
 
