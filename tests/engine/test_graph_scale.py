@@ -110,6 +110,35 @@ def test_scheduling_work_is_linear_in_the_chain_length() -> None:
     assert whole[2] / whole[1] < 2.2, whole
 
 
+def loops_graph(n: int) -> dict[str, Any]:
+    """About n nodes: an outer loop whose body is a chain of small inner loops (i_k <-> b_k), each
+    fanning out to two tools joined inside it: loops nested two deep, n/4 of them."""
+    nodes: list[dict[str, Any]] = [{"id": "start", "type": "start"}, {"id": "done", "type": "end"}]
+    edges: list[dict[str, Any]] = [{"source": "start", "target": "i0"}]
+    k = n // 4
+    for i in range(k):
+        nodes += [{"id": f"{x}{i}", "type": "python", "config": {"function": "noop"}} for x in "itum"]
+        edges += [{"source": f"i{i}", "target": f"t{i}"}, {"source": f"i{i}", "target": f"u{i}"},
+                  {"source": f"t{i}", "target": f"m{i}"}, {"source": f"u{i}", "target": f"m{i}"},
+                  {"source": f"m{i}", "target": f"i{i}", "when": "again"},
+                  {"source": f"m{i}", "target": f"i{i + 1}" if i + 1 < k else "done", "when": "not again"}]
+    edges.append({"source": f"m{k - 1}", "target": "i0", "when": "outer"})
+    return {"nodes": nodes, "edges": edges}
+
+
+def test_loop_nesting_work_is_linear_in_the_number_of_loops() -> None:
+    def structure(data: dict[str, Any]) -> Graph:
+        graph = Graph.from_json(data)
+        graph.join_slots("done")  # finds loops, back edges, nesting and every join input
+        return graph
+
+    structure(loops_graph(40))
+    small = structure(loops_graph(1_000))
+    assert small.join_slots("m1") == ["9", "10"] and small.in_loop("i0", "i1") and not small.in_loop("i1", "i2")
+    work = {n: lines_run(partial(structure, loops_graph(size))) for n, size in ((1, 1_000), (2, 2_000))}
+    assert work[2] / work[1] < 2.2, work
+
+
 def test_scheduling_memory_is_linear_in_the_chain_length() -> None:
     small, large = chain_graph(1_000), chain_graph(2_000)
     first_scheduling(chain_graph(10))
