@@ -5,11 +5,14 @@ branches, and a tool not called in one round is skipped for that round only."""
 from __future__ import annotations
 
 import itertools
+import os
+import signal
 from typing import Any
 
 import pytest
 
 import tests.workflows.functions  # noqa: F401 - registers tests.* functions in this process
+from tests.conftest import wait_for
 from tests.workflows.support import assert_history_consistent, edge, events, expect_status, py, steps
 from workflows import runtime
 from workflows.definitions import save_version
@@ -77,4 +80,27 @@ def test_parallel_tools_joined_inside_an_agent_loop_run_to_the_end(processes, re
     instance.refresh_from_db()
     assert instance.state["joins"] == {}
     assert instance.context["n"] == 3
+    assert_history_consistent(instance)
+
+
+def test_a_join_record_inside_a_loop_survives_the_workers_being_killed(processes, redis_conn):
+    """Round 1's tool_a has committed its input to the join; then the only worker is SIGKILLed. Fresh
+    workers read the join's record from the committed instance state: the round's join runs once
+    with both tools and the loop goes on to its end."""
+    instance = runtime.start_instance(save_version(f"loop-join-{next(_slugs)}", AGENT_ROUNDS), {"n": 0})
+    first = processes.worker("default")  # no io worker yet: tool_b of round 1 stays queued
+    wait_for(lambda: instance.steps.filter(node_id="tool_a", status="succeeded").exists(),
+             message="round 1's tool_a to succeed")
+    os.killpg(first.pid, signal.SIGKILL)
+    first.wait(timeout=10)
+    instance.refresh_from_db()
+    assert instance.state["joins"] == {"merge": {"edges": {"3": True}, "started": False}}
+    assert steps(instance, "merge") == []
+
+    processes.worker("default")
+    processes.worker("io")
+    expect_status(instance, "completed")
+    counts = {node: len(steps(instance, node)) for node in ("think", "tool_a", "tool_b", "merge", "count")}
+    assert counts == {"think": 4, "tool_a": 3, "tool_b": 2, "merge": 3, "count": 3}
+    assert steps(instance, "merge")[0].output["seen"] == ["tool_a", "tool_b"]
     assert_history_consistent(instance)
