@@ -224,13 +224,17 @@ def forward_reach(graph: Graph, node_id: str) -> set[str]:
 
 
 def check_back_edges(graph: Graph) -> None:
-    """Back edges are what the scheduler needs of them: each closes a cycle of forward edges (its
-    target reaches its source without a back edge), and without them no cycle is left."""
+    """Back edges are what the scheduler needs of them: each lies inside one loop, and without them
+    no cycle is left. An edge from inside a loop into a node the loop is entered at from outside is
+    one (an entry never waits for its outside edge again in a later round)."""
+    reach = {node_id: graph.reachable_from(node_id) for node_id in graph.nodes}
+    entries = {e.target for e in graph.edges if graph.cycle_of(e.target) and e.source not in graph.cycle_of(e.target)}
     for edge in graph.edges:
         if graph.is_back_edge(edge):
-            assert edge.source in forward_reach(graph, edge.target), edge
+            assert edge.source in reach[edge.target] and edge.target in reach[edge.source], edge
         else:
             assert edge.source not in forward_reach(graph, edge.target), edge
+            assert not (edge.target in entries and edge.source in graph.cycle_of(edge.target)), edge
 
 
 @pytest.mark.parametrize("seed", range(40))

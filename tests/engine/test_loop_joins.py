@@ -201,3 +201,21 @@ def test_an_inner_loop_left_from_either_node_into_a_join_of_the_outer_round() ->
         assert (decision.activate, decision.skipped) == (["k"], [])
         assert run.joins == {}
         assert run.finish("k", again=True).activate == ["plan"]
+
+
+def test_a_loop_entered_at_either_node_never_waits_for_its_entry_again() -> None:
+    # r may enter the loop a <-> b at a or at b (an irreducible loop): the edges between a and b both
+    # start their target by themselves, so b does not wait in round 2 for r's edge of round 1.
+    graph = build(["start:start", "r", "a", "b", "done:end"],
+                  [("start", "r"), ("r", "a", "x"), ("r", "b", "y"), ("a", "b", "route == 'b'"),
+                   ("b", "a", "route == 'a'"), ("a", "done", "route == 'out'"), ("b", "done", "route == 'out'")])
+    assert sorted(e.label for e in graph.edges if graph.is_back_edge(e)) == ["a -> b", "b -> a"]
+    run = Run(graph)
+    run.finish("start")
+    assert run.finish("r", x=True, y=True).activate == ["a", "b"]
+    assert run.finish("b", "a").activate == ["a"]
+    for _ in range(2):
+        assert run.finish("a", "b").activate == ["b"]
+        assert run.finish("b", "a").activate == ["a"]
+    assert run.finish("a", "out").activate == ["done"]
+    assert run.joins == {}

@@ -157,5 +157,12 @@ def find_loops(roots: Iterable[str], outgoing: Callable[[str], Sequence[HasTarge
                         for member in found:
                             members[member] = loop_nodes
                             slot[member] = name
+    # A loop entered at several nodes (irreducible: a router into either node of a <-> b): every edge
+    # from inside the loop into one of its entries is a back edge too, so an entry never waits, in
+    # a later round, for the edge from outside that started it once.
+    entries = {edge.target for node_id in index for edge in outgoing(node_id)
+               if edge.target in members and component[edge.target] != component[node_id]}
+    back.update(edge.index for node_id in members for edge in outgoing(node_id)
+                if edge.target in entries and component[edge.target] == component[node_id])
     return Loops(component=component, back=frozenset(back), members=members, slot=slot, header=header,
                  headers=frozenset(headers))
