@@ -110,6 +110,35 @@ def test_scheduling_work_is_linear_in_the_chain_length() -> None:
     assert whole[2] / whole[1] < 2.2, whole
 
 
+def loops_graph(n: int) -> dict[str, Any]:
+    """About n nodes: an outer loop whose body is a chain of small inner loops (i_k <-> b_k), each
+    fanning out to two tools joined inside it: loops nested two deep, n/4 of them."""
+    nodes: list[dict[str, Any]] = [{"id": "start", "type": "start"}, {"id": "done", "type": "end"}]
+    edges: list[dict[str, Any]] = [{"source": "start", "target": "i0"}]
+    k = n // 4
+    for i in range(k):
+        nodes += [{"id": f"{x}{i}", "type": "python", "config": {"function": "noop"}} for x in "itum"]
+        edges += [{"source": f"i{i}", "target": f"t{i}"}, {"source": f"i{i}", "target": f"u{i}"},
+                  {"source": f"t{i}", "target": f"m{i}"}, {"source": f"u{i}", "target": f"m{i}"},
+                  {"source": f"m{i}", "target": f"i{i}", "when": "again"},
+                  {"source": f"m{i}", "target": f"i{i + 1}" if i + 1 < k else "done", "when": "not again"}]
+    edges.append({"source": f"m{k - 1}", "target": "i0", "when": "outer"})
+    return {"nodes": nodes, "edges": edges}
+
+
+def test_loop_nesting_work_is_linear_in_the_number_of_loops() -> None:
+    def structure(data: dict[str, Any]) -> Graph:
+        graph = Graph.from_json(data)
+        graph.join_slots("done")  # finds loops, back edges, nesting and every join input
+        return graph
+
+    structure(loops_graph(40))
+    small = structure(loops_graph(1_000))
+    assert small.join_slots("m1") == ["9", "10"] and small.in_loop("i0", "i1") and not small.in_loop("i1", "i2")
+    work = {n: lines_run(partial(structure, loops_graph(size))) for n, size in ((1, 1_000), (2, 2_000))}
+    assert work[2] / work[1] < 2.2, work
+
+
 def test_scheduling_memory_is_linear_in_the_chain_length() -> None:
     small, large = chain_graph(1_000), chain_graph(2_000)
     first_scheduling(chain_graph(10))
@@ -150,21 +179,62 @@ def test_the_node_and_edge_limits_are_refused_with_the_bound_named() -> None:
 
 # --- The same answers as the definitions (reachability compared pair by pair) on random graphs ---
 
-def reference(graph: Graph) -> tuple[dict[int, bool], dict[str, frozenset[str]], dict[str, list[str]]]:
-    """The definitions the scheduler's README semantics are written in, computed the slow way."""
+def reference(graph: Graph) -> tuple[dict[str, frozenset[str]], dict[str, list[str]]]:
+    """The definitions the scheduler's README semantics are written in, computed the slow way: the
+    loops (strongly connected components) and the join inputs, with an edge leaving a component
+    feeding the component's input. Edges inside a component take the graph's own answer when it is
+    an inner loop's exit (checked against the nesting in check_inner_exit)."""
     reach = {node_id: graph.reachable_from(node_id) for node_id in graph.nodes}
-    back = {edge.index: edge.source in reach[edge.target] for edge in graph.edges}
     cycles = {node_id: frozenset(o for o in reach[node_id] if node_id in reach[o]) for node_id in graph.nodes}
 
     def slot(edge: Edge) -> str:
         loop = cycles[edge.source]
-        return "loop:" + min(loop) if loop and edge.target not in loop else str(edge.index)
+        if loop and edge.target not in loop:
+            return "loop:" + min(loop)
+        if graph.join_slot(edge) != str(edge.index):
+            check_inner_exit(graph, edge)
+            return graph.join_slot(edge)
+        return str(edge.index)
 
     slots: dict[str, list[str]] = {node_id: [] for node_id in graph.nodes}
     for edge in graph.edges:
-        if not back[edge.index] and slot(edge) not in slots[edge.target]:
+        if not graph.is_back_edge(edge) and slot(edge) not in slots[edge.target]:
             slots[edge.target].append(slot(edge))
-    return back, cycles, slots
+    return cycles, slots
+
+
+def check_inner_exit(graph: Graph, edge: Edge) -> None:
+    """An edge inside one component that feeds a loop's input leaves a loop nested in it."""
+    header = graph.join_slot(edge).removeprefix("loop:")
+    assert header in graph.loop_headers(), edge
+    assert graph.in_loop(header, edge.source) and not graph.in_loop(header, edge.target), edge
+    assert edge.target in graph.cycle_of(edge.source), edge
+
+
+def forward_reach(graph: Graph, node_id: str) -> set[str]:
+    """The nodes reachable from `node_id` over forward edges only (itself included)."""
+    seen = {node_id}
+    stack = [node_id]
+    while stack:
+        for edge in graph.outgoing(stack.pop()):
+            if not graph.is_back_edge(edge) and edge.target not in seen:
+                seen.add(edge.target)
+                stack.append(edge.target)
+    return seen
+
+
+def check_back_edges(graph: Graph) -> None:
+    """Back edges are what the scheduler needs of them: each lies inside one loop, and without them
+    no cycle is left. An edge from inside a loop into a node the loop is entered at from outside is
+    one (an entry never waits for its outside edge again in a later round)."""
+    reach = {node_id: graph.reachable_from(node_id) for node_id in graph.nodes}
+    entries = {e.target for e in graph.edges if graph.cycle_of(e.target) and e.source not in graph.cycle_of(e.target)}
+    for edge in graph.edges:
+        if graph.is_back_edge(edge):
+            assert edge.source in reach[edge.target] and edge.target in reach[edge.source], edge
+        else:
+            assert edge.source not in forward_reach(graph, edge.target), edge
+            assert not (edge.target in entries and edge.source in graph.cycle_of(edge.target)), edge
 
 
 @pytest.mark.parametrize("seed", range(40))
@@ -174,7 +244,86 @@ def test_loops_back_edges_and_join_inputs_match_their_definitions(seed: int) -> 
     edges = [Edge(index=i, source=rng.choice(ids), target=rng.choice(ids))
              for i in range(rng.randint(1, 3 * len(ids)))]
     graph = Graph([Node(id=node_id, type="python") for node_id in ids], edges, GraphSettings())
-    back, cycles, slots = reference(graph)
-    assert {edge.index: graph.is_back_edge(edge) for edge in edges} == back
+    cycles, slots = reference(graph)
+    check_back_edges(graph)
     assert {node_id: graph.cycle_of(node_id) for node_id in ids} == cycles
     assert {node_id: graph.join_slots(node_id) for node_id in ids} == slots
+
+
+# --- Nested loops in structured graphs: back edges and loop bodies against their textbook definitions
+
+def structured(rng: random.Random, size: int) -> Graph:
+    """A random graph built the way workflows are drawn (sequences, branches that merge, loops with
+    early exits, nested), so every loop is entered at one node (a reducible graph)."""
+    nodes: list[str] = []
+    pairs: list[tuple[str, str]] = []
+
+    def new() -> str:
+        nodes.append(f"n{len(nodes)}")
+        return nodes[-1]
+
+    def region(budget: int) -> tuple[str, str, list[str]]:
+        """(entry, exit, its nodes)."""
+        kind = rng.choice(["node", "seq", "branch", "loop", "loop"]) if budget > 1 else "node"
+        if kind == "node":
+            only = new()
+            return only, only, [only]
+        if kind == "seq":
+            e1, x1, in1 = region(budget // 2)
+            e2, x2, in2 = region(budget // 2)
+            pairs.append((x1, e2))
+            return e1, x2, in1 + in2
+        if kind == "branch":
+            split = new()
+            (e1, x1, in1), (e2, x2, in2) = region(budget // 2), region(budget // 2)
+            merge = new()
+            pairs.extend([(split, e1), (split, e2), (x1, merge), (x2, merge)])
+            return split, merge, [split, *in1, *in2, merge]
+        header = new()
+        entry, last, body = region(budget - 2)
+        after = new()
+        pairs.extend([(header, entry), (last, header), (header, after)])
+        if rng.random() < 0.5:
+            pairs.append((rng.choice(body), after))  # an early exit ("break")
+        return header, after, [header, *body, after]
+
+    start = new()
+    entry, _, _ = region(size)
+    pairs.insert(0, (start, entry))
+    edges = [Edge(index=i, source=s, target=t) for i, (s, t) in enumerate(pairs)]
+    return Graph([Node(id=start, type="start"), *(Node(id=n, type="python") for n in nodes[1:])], edges,
+                 GraphSettings())
+
+
+def dominators(graph: Graph) -> dict[str, set[str]]:
+    """x dominates y when every path from the start to y passes x (the slow way: remove x, walk)."""
+    result: dict[str, set[str]] = {}
+    for x in graph.nodes:
+        seen = {graph.start_node} if x != graph.start_node else set()
+        stack = list(seen)
+        while stack:
+            for edge in graph.outgoing(stack.pop()):
+                if edge.target != x and edge.target not in seen:
+                    seen.add(edge.target)
+                    stack.append(edge.target)
+        result[x] = {y for y in graph.nodes if y not in seen}
+    return result
+
+
+@pytest.mark.parametrize("seed", range(40))
+def test_nested_loops_match_the_natural_loops_of_a_structured_graph(seed: int) -> None:
+    graph = structured(random.Random(seed), 24)
+    dom = dominators(graph)
+    # A back edge is an edge whose target dominates its source.
+    assert {e.index for e in graph.edges if graph.is_back_edge(e)} == {
+        e.index for e in graph.edges if e.source in dom[e.target]}
+    # The loop entered at h: h and every node that reaches one of h's back edges without passing h.
+    for header in graph.loop_headers():
+        body = {header}
+        stack = [e.source for e in graph.incoming(header) if graph.is_back_edge(e)]
+        while stack:
+            current = stack.pop()
+            if current not in body:
+                body.add(current)
+                stack.extend(e.source for e in graph.incoming(current))
+        assert {n for n in graph.nodes if graph.in_loop(header, n)} == body, header

@@ -6,10 +6,12 @@ definition version, so workers parse each version once.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable, Iterator
+from collections.abc import Iterable
 from dataclasses import dataclass, field
 from functools import cached_property
 from typing import Any
+
+from workflows.engine.loops import Loops, find_loops
 
 
 @dataclass(frozen=True)
@@ -119,15 +121,26 @@ class Graph:
 
     @cached_property
     def _loops(self) -> Loops:
-        return find_loops(self.nodes, self.outgoing)
+        # The walk starts at the start node, so a loop's back edge is the one that returns to where
+        # the loop is entered (its header), whatever order the JSON lists nodes in.
+        roots = list(self.nodes)
+        if any(node.type == "start" for node in self.nodes.values()):
+            roots.insert(0, self.start_node)
+        return find_loops(roots, self.outgoing)
 
     def is_back_edge(self, edge: Edge) -> bool:
-        """An edge closing a cycle: its source is downstream of its target.
+        """An edge closing a cycle: it returns to a node the walk from the start node is still inside
+        (a retreating edge of the depth-first search), e.g. `m -> h` in `h -> b -> m -> h`.
 
-        Back edges re-activate their target on their own; only forward edges take part in a join.
-        The source is downstream of the target exactly when both lie in one strongly connected
-        component (the edge itself leads from source to target), so this is one lookup.
+        Back edges re-activate their target on their own and start a new round of the loop; every
+        other edge, inside a loop body too, is forward and takes part in joins. Removing the back
+        edges leaves the graph acyclic; in a loop entered at one node (the usual case) they are
+        exactly the edges into that node from inside the loop, whichever order the walk takes.
         """
+        return edge.index in self._loops.back
+
+    def in_one_loop(self, edge: Edge) -> bool:
+        """Both ends of the edge lie on one loop (one strongly connected component)."""
         component = self._loops.component
         return component.get(edge.source, -1) == component.get(edge.target, -2)
 
@@ -138,13 +151,48 @@ class Graph:
         """The nodes of the loop `node_id` lies on (its strongly connected component), or none."""
         return self._loops.members.get(node_id, frozenset())
 
+    @cached_property
+    def _exits(self) -> dict[int, tuple[str, str | None]]:
+        """Forward edges that leave a loop -> (the join input they feed, the header of the loop they
+        leave, or None when they leave their component altogether)."""
+        loops = self._loops
+        exits: dict[int, tuple[str, str | None]] = {}
+        for edge in self.edges:
+            loop = self.cycle_of(edge.source)
+            if not loop or edge.index in loops.back:
+                continue
+            if edge.target not in loop:
+                exits[edge.index] = (loops.slot[edge.source], None)
+            else:
+                header = loops.outermost_left(edge.source, edge.target)
+                if header is not None:  # an inner loop's exit into the body of the loop around it
+                    exits[edge.index] = ("loop:" + header, header)
+        return exits
+
+    def loop_headers(self) -> frozenset[str]:
+        """The nodes loops are entered at (the targets of back edges)."""
+        return self._loops.headers
+
+    def in_loop(self, header: str, node_id: str) -> bool:
+        """Whether `node_id` lies in the loop entered at `header` (in a loop nested in it too)."""
+        return self._loops.contains(header, node_id)
+
+    def is_exit(self, edge: Edge) -> bool:
+        """A forward edge leaving a loop (its target is outside a loop its source lies in)."""
+        return edge.index in self._exits
+
+    def in_loop_left_by(self, edge: Edge, node_id: str) -> bool:
+        """Whether `node_id` lies in the (outermost) loop the exit `edge` leaves."""
+        header = self._exits[edge.index][1]
+        if header is None:
+            return node_id in self.cycle_of(edge.source)
+        return self._loops.contains(header, node_id)
+
     def join_slot(self, edge: Edge) -> str:
         """The join input a forward edge feeds. Edges leaving one loop for the same target share one
         input: the loop is left once, from whichever of its nodes decides to stop."""
-        loop = self.cycle_of(edge.source)
-        if loop and edge.target not in loop:
-            return self._loops.slot[edge.source]
-        return str(edge.index)
+        found = self._exits.get(edge.index)
+        return found[0] if found else str(edge.index)
 
     @cached_property
     def _join_slots(self) -> dict[str, list[str]]:
@@ -157,73 +205,3 @@ class Graph:
     def join_slots(self, node_id: str) -> list[str]:
         """The inputs a join at `node_id` waits for (keys of its record in the instance state)."""
         return self._join_slots.get(node_id, [])
-
-
-@dataclass(frozen=True)
-class Loops:
-    """The graph's loops, from one pass over it; memory linear in its size (one frozenset per loop,
-    shared by its nodes)."""
-
-    component: dict[str, int]             # node -> its strongly connected component's number
-    members: dict[str, frozenset[str]]    # node on a loop -> the nodes of that loop
-    slot: dict[str, str]                  # node on a loop -> the join input its exits feed ("loop:<min>")
-
-
-def find_loops(nodes: Iterable[str], outgoing: Callable[[str], list[Edge]]) -> Loops:
-    """Tarjan's strongly connected components, iterative (a 1,000-node chain must not recurse 1,000
-    deep), O(V + E): each node is entered once and each of its edges looked at once.
-
-    A component is a loop when it has two nodes or more, or one node with an edge to itself.
-    """
-    index: dict[str, int] = {}
-    low: dict[str, int] = {}
-    on_stack: set[str] = set()
-    stack: list[str] = []
-    component: dict[str, int] = {}
-    members: dict[str, frozenset[str]] = {}
-    slot: dict[str, str] = {}
-    numbered = 0  # components closed so far
-
-    def enter(node_id: str) -> tuple[str, Iterator[Edge]]:
-        index[node_id] = low[node_id] = len(index)
-        stack.append(node_id)
-        on_stack.add(node_id)
-        return node_id, iter(outgoing(node_id))
-
-    for root in nodes:
-        if root in index:
-            continue
-        work = [enter(root)]
-        while work:
-            node_id, edges = work[-1]
-            for edge in edges:
-                target = edge.target
-                if target not in index:
-                    work.append(enter(target))
-                    break
-                if target in on_stack:
-                    low[node_id] = min(low[node_id], index[target])
-            else:
-                # Every edge of node_id looked at: close it.
-                work.pop()
-                if work:
-                    parent = work[-1][0]
-                    low[parent] = min(low[parent], low[node_id])
-                if low[node_id] == index[node_id]:
-                    found: list[str] = []
-                    while True:
-                        member = stack.pop()
-                        on_stack.discard(member)
-                        found.append(member)
-                        if member == node_id:
-                            break
-                    for member in found:
-                        component[member] = numbered
-                    numbered += 1
-                    if len(found) > 1 or any(edge.target == node_id for edge in outgoing(node_id)):
-                        loop = frozenset(found)
-                        name = "loop:" + min(loop)
-                        for member in found:
-                            members[member] = loop
-                            slot[member] = name
-    return Loops(component=component, members=members, slot=slot)
