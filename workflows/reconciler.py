@@ -6,7 +6,9 @@ Each tick:
   and enqueue) once they have waited REDISPATCH_AFTER_S;
 - takes back running steps whose lease expired (the worker died or hung): retried while attempts
   remain, otherwise failed;
-- stops instances past their deadline (TTL).
+- stops instances past their deadline (TTL);
+- settles sub-workflow steps whose child ended, and cancels children whose parent step is no longer
+  open (the post-commit effects that do both may have died with their process).
 Everything it does is safe to repeat: duplicate jobs lose the claim and do nothing.
 """
 
@@ -36,9 +38,10 @@ class TickReport:
     redispatched: int = 0
     reclaimed: int = 0
     expired: int = 0
+    subflows: int = 0
 
     def __bool__(self) -> bool:
-        return bool(self.promoted or self.redispatched or self.reclaimed or self.expired)
+        return bool(self.promoted or self.redispatched or self.reclaimed or self.expired or self.subflows)
 
 
 def promote_due(now: datetime) -> int:
@@ -195,6 +198,7 @@ def tick(now: datetime | None = None) -> TickReport:
     report = TickReport()
     report.expired = expire_instances(now)
     report.reclaimed = reclaim_expired_leases(now)
+    report.subflows = runtime.reconcile_subflows(now)
     report.promoted = promote_due(now)
     report.redispatched = redispatch_lost(now, conf("REDISPATCH_AFTER_S"))
     return report

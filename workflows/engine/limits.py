@@ -25,6 +25,7 @@ MAX_WAIT_S = YEAR_S                  # a wait node's seconds
 MAX_LLM_TOKENS = 10_000_000          # an llm node's max_tokens
 MAX_SCRIPT_DELAY_S = DAY_S           # a scripted llm response's delay_s
 MAX_POSITION = 1e7                   # the editor's node coordinates
+MAX_SUBWORKFLOW_DEPTH = 10          # a subworkflow node's max_depth (levels of nesting below a top-level instance)
 
 # The size of one graph. Scheduling and validation are linear in it (graph.find_loops), so these bound
 # the work and memory one version costs every process that runs it (each caches the parsed graph),

@@ -254,6 +254,13 @@ class OrmStore:
             from workflows import live
 
             self.on_commit(lambda: live.publish_commit(*announced))
+        self.run_effects(unit.effects)
+
+    def run_effects(self, effects: list[tuple[str, Callable[..., Any], tuple[Any, ...]]]) -> None:
+        if effects:
+            from workflows.runtime.subflows import run_effect
+
+            self.on_commit(lambda: [run_effect(name, effect, *args) for name, effect, args in effects])
 
     def after_commit_many(self, units: list[UnitOfWork]) -> None:
         """The effects of several units: all their jobs in one enqueue (no batching across instances)."""
@@ -269,6 +276,7 @@ class OrmStore:
                 live.publish_commit(*notice)
 
         self.on_commit(effects)
+        self.run_effects([effect for unit in units for effect in unit.effects])
 
     @staticmethod
     def announced(unit: UnitOfWork) -> tuple[int, int, int] | None:
