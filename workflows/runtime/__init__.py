@@ -66,7 +66,7 @@ __all__ = [
     "Claim", "claim_step", "claim_steps", "COMPENSATE_PREFIX", "compensation_node", "conf", "engine_config",
     "expire_instance", "finish_groups", "finish_groups_reconnecting", "finish_step", "finish_step_reconnecting",
     "finish_steps", "finish_steps_reconnecting", "fired_edges", "graph_for_version", "keeper", "lock",
-    "node_for_step", "Outcome", "queue_for", "reconcile_subflows", "release_step", "resolve", "resume", "run_claimed", "run_step",
-    "run_steps", "start_compensation", "start_instance", "start_instances", "StepOutputs", "stop_instance",
-    "timeout_for", "UnitOfWork",
+    "node_for_step", "Outcome", "queue_for", "reconcile_subflows", "release_step", "resolve", "resume",
+    "run_claimed", "run_step", "run_steps", "start_compensation", "start_instance", "start_instances",
+    "StepOutputs", "stop_instance", "timeout_for", "UnitOfWork",
 ]

@@ -77,8 +77,8 @@ def version_to_run(workflow: str, version: int | None) -> WorkflowVersion:
     definition = WorkflowDefinition.objects.filter(slug=workflow).first()
     if definition is None:
         raise PermanentStepError(f"sub-workflow '{workflow}' does not exist")
-    found = (definition.versions.filter(number=version).first() if version is not None
-             else definition.latest_version())
+    found: WorkflowVersion | None = (definition.versions.filter(number=version).first() if version is not None
+                                     else definition.latest_version())
     if found is None:
         raise PermanentStepError(f"sub-workflow '{workflow}' has no version {version}" if version is not None
                                  else f"sub-workflow '{workflow}' has no version")

@@ -71,7 +71,9 @@ def start_edges(graph: Graph, start_input: dict[str, Any]) -> dict[int, bool]:
 
 def redacted_input(claim: Claim) -> dict[str, Any] | None:
     if claim.call is None:
-        return claim.step.input  # not run here (a lost lease, a sub-workflow's end): keep what it recorded
+        # Not run here (a lost lease, a sub-workflow's end): keep what the step recorded.
+        kept: dict[str, Any] | None = claim.step.input
+        return kept
     # Secret references show as `{{ secrets.NAME }}`, never as values (engine/secrets.py).
     scope = claim.call.secrets
     config = dict(scope.masked(claim.call.config) if scope is not None else claim.call.config)

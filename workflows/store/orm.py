@@ -260,7 +260,11 @@ class OrmStore:
         if effects:
             from workflows.runtime.subflows import run_effect
 
-            self.on_commit(lambda: [run_effect(name, effect, *args) for name, effect, args in effects])
+            def run_all() -> None:
+                for name, effect, args in effects:
+                    run_effect(name, effect, *args)
+
+            self.on_commit(run_all)
 
     def after_commit_many(self, units: list[UnitOfWork]) -> None:
         """The effects of several units: all their jobs in one enqueue (no batching across instances)."""
