@@ -72,6 +72,11 @@ def test_the_config_schema_is_checked_at_validation_naming_the_node() -> None:
         return [i.as_dict() for i in validate_graph(data)]
 
     assert issues({"workflow": "child", "input": {"q": "{{ context.q }}"}, "max_depth": 3}) == []
+    on_ai = graph(["start:start", {"id": "sub", "type": "subworkflow", "queue": "ai", "config": {"workflow": "c"}},
+                   "end:end"], [("start", "sub"), ("sub", "end")])
+    assert [i.as_dict() for i in validate_graph(on_ai)] == [{
+        "message": "node 'sub': a sub-workflow runs on the default or io queue, not ai", "node": "sub",
+        "field": "queue"}]
     for bad in ({}, {"workflow": ""}, {"workflow": "c", "max_depth": 11}, {"workflow": "c", "version": 0},
                 {"workflow": "c", "input": "x"}, {"workflow": "c", "extra": 1}):
         found = issues(bad)

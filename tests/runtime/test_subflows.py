@@ -7,6 +7,8 @@ from __future__ import annotations
 from typing import Any
 
 import pytest
+from django.db import transaction
+from django.utils import timezone
 
 import tests.workflows.functions  # noqa: F401 - registers tests.echo
 from tests.conftest import chain
@@ -133,6 +135,49 @@ def test_a_child_orphaned_by_a_lost_cancel_is_cancelled_by_the_reconciler(store,
     assert reconciler.tick().subflows == 1
     child.refresh_from_db()
     assert child.status == "cancelled"
+
+
+def halt(instance: WorkflowInstance) -> int:
+    from workflows.models import ReviewItem
+    from workflows.runtime import transitions
+
+    with transaction.atomic():
+        inst = runtime.lock(instance.pk)
+        uow = runtime.UnitOfWork(inst, runtime.graph_for_version(inst.version_id), timezone.now())
+        transitions.halt(uow, "loop_breaker", {"message": "halted by the test"})
+        runtime.apply(uow)
+    return ReviewItem.objects.get(instance=instance, status="open").pk
+
+
+def test_a_halt_parks_a_queued_step_and_a_waiting_one_and_resuming_carries_both_on(store, settings, enqueued):
+    from django.contrib.auth.models import User
+
+    from workflows.models import ReviewItem
+    from workflows.review import Decision, decide
+
+    boss = User.objects.create_superuser("boss", "b@example.com", "x-very-long-password")
+    parent = parent_and_child(store, settings)
+    step = StepRun.objects.get(instance=parent, node_id="sub")
+    # Halted before its step ran: parked like any queued step, and queued again on resume.
+    decide(halt(parent), boss, Decision(action="approve"))
+    step.refresh_from_db()
+    assert step.status == "queued" and enqueued.count((step.pk, "default")) == 2
+    claim = claim_sub(parent)
+    runtime.finish_step(claim, runtime.Outcome(result=run_handler(claim)))
+    child = WorkflowInstance.objects.get(parent_step=step)
+    # Halted while it waits: the step keeps waiting for its child; the child's end waits for the resume.
+    item = halt(parent)
+    decide(ReviewItem.objects.get(instance=child, status="open").pk, boss, Decision(action="approve"))
+    child.refresh_from_db()
+    step.refresh_from_db()
+    assert child.status == "completed" and step.status == "pending"
+    decide(item, boss, Decision(action="approve"))
+    step.refresh_from_db()
+    parent.refresh_from_db()
+    assert step.status == "queued" and parent.status == "running"
+    runtime.run_step(step.pk, "w2")
+    parent.refresh_from_db()
+    assert parent.status == "completed" and parent.context == {"n": 1}
 
 
 def test_a_graph_that_starts_its_own_workflow_is_refused_at_save_naming_the_node(store, settings):

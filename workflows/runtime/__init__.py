@@ -49,6 +49,7 @@ from workflows.runtime.loop import (
 )
 from workflows.runtime.records import Claim, Outcome, StepOutputs, as_step_error
 from workflows.runtime.starting import start_instance, start_instances
+from workflows.runtime.subflows import other_waiting as others_waiting
 from workflows.runtime.subflows import reconcile as reconcile_subflows
 from workflows.runtime.transitions import (
     activate,
@@ -68,5 +69,5 @@ __all__ = [
     "finish_steps", "finish_steps_reconnecting", "fired_edges", "graph_for_version", "keeper", "lock",
     "node_for_step", "Outcome", "queue_for", "reconcile_subflows", "release_step", "resolve", "resume",
     "run_claimed", "run_step", "run_steps", "start_compensation", "start_instance", "start_instances",
-    "StepOutputs", "stop_instance", "timeout_for", "UnitOfWork",
+    "StepOutputs", "stop_instance", "timeout_for", "UnitOfWork", "others_waiting",
 ]

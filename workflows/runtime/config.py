@@ -83,14 +83,6 @@ def person_kinds() -> tuple[str, ...]:
     return tuple(name for name, kind in known_kinds().items() if kind.awaits_person)
 
 
-@lru_cache(maxsize=1)
-def waiting_kinds() -> tuple[str, ...]:
-    """Node types whose pending steps wait outside any worker, for a person (human tasks) or for a
-    child instance (sub-workflows): a resumed halt leaves them pending, and they keep the instance
-    waiting."""
-    return (*person_kinds(), "subworkflow")
-
-
 def to_json(value: Any) -> str:
     """The one serialisation of a payload: used for the size check and for the write (the size a
     user is told is that of this text)."""

@@ -34,7 +34,7 @@ from workflows.engine.nodes.base import ChildRun
 from workflows.engine.statuses import INSTANCE_ACTIVE, InstanceStatus, StepStatus
 from workflows.models import StepRun, WorkflowDefinition, WorkflowInstance, WorkflowVersion
 from workflows.runtime import transitions as tx
-from workflows.runtime.config import graph_for_version, node_for_step
+from workflows.runtime.config import graph_for_version, node_for_step, person_kinds
 from workflows.runtime.records import Claim
 from workflows.runtime.unit import UnitOfWork
 
@@ -153,11 +153,22 @@ def settle(uow: UnitOfWork, step: StepRun, claim: Claim, child: WorkflowInstance
         details={"code": f"child_{child.status}", "child": child.pk, "child_status": str(child.status)}))
 
 
-def other_waiting(uow: UnitOfWork, step: StepRun) -> bool:
-    from workflows.runtime.config import waiting_kinds
+def waits_on_child(step: StepRun) -> bool:
+    """A pending subworkflow step whose latest child still runs (not one a halt parked before it
+    started a child, or after its child ended)."""
+    if step.node_type != NODE_TYPE or step.pk is None:
+        return False
+    latest = WorkflowInstance.objects.filter(parent_step_id=step.pk).order_by("-id").values_list(
+        "status", flat=True).first()
+    return latest is not None and latest in CHILD_ALIVE
 
-    return any(s.pk != step.pk for s in tx.steps_of(uow, [StepStatus.PENDING], node_types=waiting_kinds(),
-                                                     parked_only=True))
+
+def other_waiting(uow: UnitOfWork, step: StepRun) -> bool:
+    """Whether anything but `step` keeps the instance waiting: a human task, or a sub-workflow step
+    whose child runs."""
+    pending = [s for s in tx.steps_of(uow, [StepStatus.PENDING], parked_only=True) if s.pk != step.pk]
+    persons = person_kinds()
+    return any(s.node_type in persons or waits_on_child(s) for s in pending)
 
 
 # --- After commits: effects, and the reconciler's backstop -------------------------------------

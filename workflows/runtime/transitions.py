@@ -28,8 +28,8 @@ from workflows.runtime.config import (
     compensation_node,
     conf,
     is_compensation,
+    person_kinds,
     queue_for,
-    waiting_kinds,
 )
 from workflows.runtime.records import Claim, StepOutputs
 from workflows.runtime.unit import UnitOfWork
@@ -421,8 +421,12 @@ def resume(uow: UnitOfWork, *, goto: str | None = None, note: str = "") -> None:
     state = inst.state
     held = list(state.pop("resume", {}).get("activate", []))
     throttled = {(node_id, visit) for node_id, visit in state.get("throttled", [])}
-    parked = [step for step in steps_of(uow, [StepStatus.PENDING], exclude_types=waiting_kinds(), parked_only=True)
-              if (step.node_id, step.visit) not in throttled]
+    from workflows.runtime import subflows
+
+    # A human task keeps waiting for its person, a sub-workflow step for its child while it runs; a
+    # sub-workflow step that a halt parked (queued, retrying) or whose child ended meanwhile goes on.
+    parked = [step for step in steps_of(uow, [StepStatus.PENDING], exclude_types=person_kinds(), parked_only=True)
+              if (step.node_id, step.visit) not in throttled and not subflows.waits_on_child(step)]
     if goto is not None:
         for step in parked:
             uow.update_step(step, status=StepStatus.CANCELLED, finished_at=uow.now)
@@ -440,7 +444,9 @@ def resume(uow: UnitOfWork, *, goto: str | None = None, note: str = "") -> None:
         uow.set_instance(status=InstanceStatus.COMPENSATING, halt_reason="", error=None, state=state)
         uow.event("instance_resumed", compensation=True, unparked=[s.node_id for s in parked], note=note)
         return
-    waiting = bool(steps_of(uow, [StepStatus.PENDING], node_types=waiting_kinds()))
+    waiting = bool(steps_of(uow, [StepStatus.PENDING], node_types=person_kinds())) or any(
+        subflows.waits_on_child(step) for step in steps_of(uow, [StepStatus.PENDING], node_types=[subflows.NODE_TYPE],
+                                                           parked_only=True))
     uow.set_instance(status=InstanceStatus.WAITING if waiting else InstanceStatus.RUNNING, halt_reason="",
                      error=None, state=state)
     if inst.deadline and inst.deadline <= uow.now:

@@ -13,7 +13,8 @@ from __future__ import annotations
 from typing import Any, ClassVar
 
 from workflows.engine import expressions, limits
-from workflows.engine.errors import ExpressionError, PermanentStepError
+from workflows.engine.errors import ExpressionError, GraphIssue, PermanentStepError
+from workflows.engine.graph import Graph, Node
 from workflows.engine.nodes import register
 from workflows.engine.nodes.base import ChildRun, NodeKind, NodeResult, StepCall
 
@@ -54,6 +55,13 @@ class Subworkflow(NodeKind):
                           "default": DEFAULT_MAX_DEPTH, "title": "Deepest nesting allowed"},
         },
     }
+
+    def check(self, node: Node, graph: Graph) -> list[GraphIssue]:
+        # Its handler starts the child with blocking database work: the ai queue's event loop must not.
+        if node.queue == "ai":
+            return [GraphIssue(f"node '{node.id}': a sub-workflow runs on the default or io queue, not ai",
+                               node=node.id, field="queue")]
+        return []
 
     def run(self, call: StepCall) -> NodeResult:
         if call.subflows is None:
