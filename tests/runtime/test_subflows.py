@@ -137,6 +137,24 @@ def test_a_child_orphaned_by_a_lost_cancel_is_cancelled_by_the_reconciler(store,
     assert child.status == "cancelled"
 
 
+def test_a_refused_input_or_an_unknown_workflow_fails_the_step_for_good_naming_it(store, settings, enqueued):
+    from workflows.engine.errors import PermanentStepError
+
+    settings.STEADYFLOW = {**settings.STEADYFLOW, "STORE": store}
+    save_version("strict", {**chain(py("a", "tests.echo")), "input": {
+        "type": "object", "required": ["amount"], "properties": {"amount": {"type": "number"}}}})
+    for slug, message in (("strict", "sub-workflow 'strict' refused its input: input.amount: must be a number"),
+                          ("ghost", "sub-workflow 'ghost' does not exist")):
+        version = save_version(f"calls-{slug}", chain({"id": "sub", "type": "subworkflow", "config": {
+            "workflow": slug, "input": {"amount": "lots"}}}))
+        parent = runtime.start_instance(version, {})
+        claim = claim_sub(parent)
+        with pytest.raises(PermanentStepError) as caught:
+            run_handler(claim)
+        assert str(caught.value).startswith(message)
+        assert not WorkflowInstance.objects.filter(parent_step=claim.step).exists()
+
+
 def halt(instance: WorkflowInstance) -> int:
     from workflows.models import ReviewItem
     from workflows.runtime import transitions

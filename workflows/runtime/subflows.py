@@ -28,7 +28,8 @@ from typing import Any
 from django.utils import timezone
 
 from workflows import store as stores
-from workflows.engine.errors import PermanentStepError, StepError
+from workflows.engine.errors import ExpressionError, PayloadTooLarge, PermanentStepError, StepError
+from workflows.engine.inputs import InputInvalid
 from workflows.engine.nodes import get_kind
 from workflows.engine.nodes.base import ChildRun
 from workflows.engine.statuses import INSTANCE_ACTIVE, InstanceStatus, StepStatus
@@ -106,12 +107,9 @@ class StepSubflows:
         try:
             child = start_instance(target, start_input, idempotency_key=key, user=user,
                                    parent=ParentLink(step.pk, self.depth + 1))
-        except StepError:
-            raise
-        except Exception as exc:  # InputInvalid, a start condition that fails, an oversized input
-            if type(exc).__name__ in ("InputInvalid", "ExpressionError", "PayloadTooLarge"):
-                raise PermanentStepError(f"sub-workflow '{workflow}' refused its input: {exc}") from None
-            raise
+        except (InputInvalid, ExpressionError, PayloadTooLarge) as exc:
+            # The child's declared input refused it, a start condition failed on it, or it is too big.
+            raise PermanentStepError(f"sub-workflow '{workflow}' refused its input: {exc}") from None
         return as_child_run(child)
 
 

@@ -37,14 +37,16 @@ class Subworkflow(NodeKind):
     label = "Sub-workflow"
     icon = "⧉"
     color = "#0d9488"
-    # Rendered against the child's result when it completes, not against this instance at start.
-    raw_config_keys: ClassVar[frozenset[str]] = frozenset({"output"})
+    # `output` is rendered against the child's result when it completes, not against this instance
+    # at start; `workflow` is a literal slug: no input can choose which workflow runs (and a
+    # self-reference is always seen at save).
+    raw_config_keys: ClassVar[frozenset[str]] = frozenset({"output", "workflow"})
     config_schema: ClassVar[dict[str, Any]] = {
         "type": "object",
         "required": ["workflow"],
         "additionalProperties": False,
         "properties": {
-            "workflow": {"type": "string", "minLength": 1, "maxLength": 100, "title": "Workflow (slug)"},
+            "workflow": {"type": "string", "minLength": 1, "maxLength": 100, "title": "Workflow (slug, literal)"},
             "version": {**limits.number(1, 2_147_483_647, integer=True),
                         "title": "Pinned version (empty: the latest at start)"},
             "input": {"type": "object", "title": "Input (name → value; templates allowed)"},
