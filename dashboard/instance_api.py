@@ -12,6 +12,7 @@ from django.core.cache import cache
 from django.db import connection
 from django.db.models import Count
 from django.http import HttpRequest, JsonResponse
+from django.urls import reverse
 from django.utils import timezone
 
 from dashboard import permissions
@@ -40,9 +41,11 @@ def _iso(value: datetime | None) -> str | None:
     return value.isoformat() if value else None
 
 
-def step_json(step: StepRun) -> dict[str, Any]:
+def step_json(step: StepRun, child: dict[str, Any] | None = None) -> dict[str, Any]:
     usage = step.usage or {}
-    tokens = int(usage.get("prompt_tokens", 0) or 0) + int(usage.get("completion_tokens", 0) or 0)
+    # A sub-workflow's usage is its child's total (`tokens`); an llm step's, prompt and completion.
+    tokens = int(usage.get("tokens", 0) or 0) if "tokens" in usage else (
+        int(usage.get("prompt_tokens", 0) or 0) + int(usage.get("completion_tokens", 0) or 0))
     duration = step.duration_s
     return {
         "id": step.pk,
@@ -66,7 +69,32 @@ def step_json(step: StepRun) -> dict[str, Any]:
         "cost_usd": float(usage.get("cost_usd", 0) or 0),
         "idempotency_key": step.idempotency_key,
         "degraded": step.degraded,
+        **({"child": child} if child is not None else {}),
     }
+
+
+def child_links(steps: list[StepRun]) -> dict[int, dict[str, Any]]:
+    """The latest child instance of each subworkflow step (the inspector links to it), with the open
+    review items that halt it: a child's halt shows on its parent's page."""
+    ids = [s.pk for s in steps if s.node_type == "subworkflow"]
+    if not ids:
+        return {}
+    latest: dict[int, WorkflowInstance] = {}
+    counts: dict[int, int] = {}
+    for child in (WorkflowInstance.objects.filter(parent_step_id__in=ids).select_related("version__definition")
+                  .order_by("id")):
+        assert child.parent_step_id is not None
+        latest[child.parent_step_id] = child
+        counts[child.parent_step_id] = counts.get(child.parent_step_id, 0) + 1
+    reviews: dict[int, list[dict[str, Any]]] = {}
+    for item in ReviewItem.objects.filter(instance_id__in=[c.pk for c in latest.values()],
+                                          status=ReviewStatus.OPEN).order_by("id"):
+        reviews.setdefault(item.instance_id, []).append(
+            {"id": item.pk, "reason": item.reason, "url": reverse("review-detail", args=[item.pk])})
+    return {step_id: {"id": c.pk, "url": reverse("instance", args=[c.pk]), "status": c.status,
+                      "workflow": c.version.definition.slug, "version": c.version.number,
+                      "children": counts[step_id], "reviews": reviews.get(c.pk, [])}
+            for step_id, c in latest.items()}
 
 
 @api_view(("GET",), perm=VIEW)
@@ -80,7 +108,9 @@ def instance_steps(request: HttpRequest, instance_id: int) -> JsonResponse:
     if node:
         steps = steps.filter(node_id__in=(node, f"compensate:{node}"))
     rows = list(steps[:MAX_STEPS + 1])
-    return JsonResponse({"steps": [step_json(s) for s in rows[:MAX_STEPS]], "truncated": len(rows) > MAX_STEPS})
+    children = child_links(rows[:MAX_STEPS])
+    return JsonResponse({"steps": [step_json(s, children.get(s.pk)) for s in rows[:MAX_STEPS]],
+                         "truncated": len(rows) > MAX_STEPS})
 
 
 def _operation(request: HttpRequest, instance_id: int, run: Any) -> JsonResponse:

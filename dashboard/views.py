@@ -133,9 +133,19 @@ def _instance_page_context(request: HttpRequest, instance: WorkflowInstance) -> 
         "review": {"id": item.pk, "reason": item.reason, "node": item.node_id, "details": item.details}
         if item else None,
         "reviewActions": list(review.ACTIONS),
+        "parent": _parent_link(instance),
     }
     return {"instance": instance, "config": config, "can_operate": can_operate, "review_item": item,
-            "can_decide": decide_refusal is None, "decide_refusal": decide_refusal}
+            "can_decide": decide_refusal is None, "decide_refusal": decide_refusal, "parent": config["parent"]}
+
+
+def _parent_link(instance: WorkflowInstance) -> dict[str, Any] | None:
+    """A sub-workflow's page says which step of which instance started it."""
+    step = instance.parent_step
+    if step is None:
+        return None
+    return {"instance": step.instance_id, "node": step.node_id, "visit": step.visit, "step": step.pk,
+            "url": reverse("instance", args=[step.instance_id])}
 
 
 def _url_template(name: str) -> str | None:

@@ -23,12 +23,23 @@ def split_document(document: dict[str, Any]) -> tuple[dict[str, Any], dict[str, 
     return graph, meta
 
 
+def self_references(slug: str, graph: Any) -> list[GraphIssue]:
+    """A subworkflow node that starts its own workflow would nest until max_depth on every run:
+    refused at save, naming the node (deeper cycles through other workflows are bounded at run time
+    by the node's max_depth)."""
+    nodes = graph.get("nodes") if isinstance(graph, dict) else None
+    return [GraphIssue(f"node '{node.get('id')}': a sub-workflow may not start its own workflow '{slug}'",
+                       node=str(node.get("id")), field="config.workflow")
+            for node in nodes or [] if isinstance(node, dict) and node.get("type") == "subworkflow"
+            and isinstance(node.get("config"), dict) and node["config"].get("workflow") == slug]
+
+
 def save_version(slug: str, graph: dict[str, Any], *, name: str | None = None, description: str | None = None,
                  message: str = "", user: Any = None) -> WorkflowVersion:
     """Validate and save `graph` as the next version of the definition `slug` (created if new)."""
     if not slug or slugify(slug) != slug:
         raise GraphInvalid([GraphIssue(f"slug {slug!r} is not valid: use lowercase letters, digits and -")])
-    issues = validate_graph(graph)
+    issues = validate_graph(graph) + self_references(slug, graph)
     if issues:
         raise GraphInvalid(issues)
     user = user if getattr(user, "pk", None) else None

@@ -120,6 +120,11 @@ class WorkflowInstance(models.Model):
     # its own: the unique (definition, idempotency_key) index leads with it.
     definition = models.ForeignKey(WorkflowDefinition, on_delete=models.PROTECT, related_name="+",
                                    db_index=False)
+    # A sub-workflow's link to the parent step that started it (engine/nodes/subworkflow.py); the
+    # parent step's children are `step.child_instances`. Last, like `definition`, for the SQL
+    # stores' column list. Its depth (1 for a child of a top-level instance) is in state["depth"].
+    parent_step = models.ForeignKey("StepRun", null=True, blank=True, on_delete=models.SET_NULL,
+                                    related_name="child_instances")
 
     class Meta:
         ordering = ["-id"]

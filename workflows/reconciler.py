@@ -8,6 +8,8 @@ Each tick:
   remain, otherwise failed;
 - stops instances past their deadline (TTL);
 - purges expired llm cache rows (workflows/llm_cache.py), at most once a minute.
+- settles sub-workflow steps whose child ended, and cancels children whose parent step is no longer
+  open (the post-commit effects that do both may have died with their process).
 Everything it does is safe to repeat: duplicate jobs lose the claim and do nothing.
 """
 
@@ -38,9 +40,11 @@ class TickReport:
     reclaimed: int = 0
     expired: int = 0
     cache_purged: int = 0
+    subflows: int = 0
 
     def __bool__(self) -> bool:
-        return bool(self.promoted or self.redispatched or self.reclaimed or self.expired or self.cache_purged)
+        return bool(self.promoted or self.redispatched or self.reclaimed or self.expired or self.cache_purged
+                    or self.subflows)
 
 
 def promote_due(now: datetime) -> int:
@@ -197,6 +201,7 @@ def tick(now: datetime | None = None) -> TickReport:
     report = TickReport()
     report.expired = expire_instances(now)
     report.reclaimed = reclaim_expired_leases(now)
+    report.subflows = runtime.reconcile_subflows(now)
     report.promoted = promote_due(now)
     report.redispatched = redispatch_lost(now, conf("REDISPATCH_AFTER_S"))
     report.cache_purged = llm_cache.schedule.run_if_due(now)  # expired llm replies, once a minute

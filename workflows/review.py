@@ -260,8 +260,8 @@ def _answer_human(tr: runtime.UnitOfWork, item: ReviewItem, user: Any, decision:
     tr.event("step_succeeded", step.node_id, step, visit=step.visit, attempt=1, answered_by=user.get_username())
     inst = tr.instance
     tr.set_instance(open_steps=inst.open_steps - 1)
-    still_waiting = StepRun.objects.filter(instance=inst, status=StepStatus.PENDING, node_type=step.node_type) \
-        .exclude(pk=step.pk).exists()
+    # Another human task, or a sub-workflow's running child, keeps the instance waiting.
+    still_waiting = runtime.others_waiting(tr, step)
     if inst.status == InstanceStatus.WAITING and not still_waiting:
         tr.set_instance(status=InstanceStatus.RUNNING)
     try:

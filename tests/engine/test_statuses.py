@@ -31,8 +31,9 @@ def test_every_status_has_a_row_and_every_target_is_a_status() -> None:
 
 def test_terminal_statuses_have_no_way_out() -> None:
     assert INSTANCE_TRANSITIONS[I.COMPENSATED] == frozenset()
-    for status in (I.COMPLETED, I.CANCELLED):  # only an operator's rerun reopens them
-        assert INSTANCE_TRANSITIONS[status] == {I.RUNNING}
+    # Only an operator's rerun reopens them; a completed sub-workflow also compensates when its parent does.
+    assert INSTANCE_TRANSITIONS[I.CANCELLED] == {I.RUNNING}
+    assert INSTANCE_TRANSITIONS[I.COMPLETED] == {I.RUNNING, I.COMPENSATING}
     for status in (S.SKIPPED, S.CANCELLED, S.COMPENSATED):
         assert STEP_TRANSITIONS[status] == frozenset()
 
@@ -44,7 +45,7 @@ def test_final_instance_statuses_lead_only_to_compensation_or_an_operators_rerun
     leaving = set().union(*(INSTANCE_TRANSITIONS[s] for s in INSTANCE_FINAL))
     assert leaving == {I.COMPENSATING, I.RUNNING}
     assert INSTANCE_TRANSITIONS[I.COMPENSATED] == frozenset()
-    assert INSTANCE_TRANSITIONS[I.COMPLETED] == {I.RUNNING}
+    assert INSTANCE_TRANSITIONS[I.COMPLETED] == {I.RUNNING, I.COMPENSATING}  # a sub-workflow's compensation
     assert INSTANCE_ACTIVE.isdisjoint(INSTANCE_FINAL)
     assert I.HALTED not in INSTANCE_FINAL and I.HALTED not in INSTANCE_ACTIVE
 

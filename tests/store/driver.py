@@ -86,7 +86,8 @@ class Driver:
 
     def run(self, claim: Claim) -> Outcome:
         self.clock.tick()
-        return runtime.run_claimed(claim)
+        with self.committing():  # a subworkflow step's handler commits its child's start
+            return runtime.run_claimed(claim)
 
     def finish(self, claim: Claim, outcome: Outcome, allow_inline: bool = True) -> Claim | None:
         self.clock.tick()
@@ -208,6 +209,8 @@ def snapshot(instance_id: int, captured: Captured | None = None) -> dict[str, An
             return label.get(value, value)
         if key == "review" and isinstance(value, int):
             return item_label.get(value, value)
+        if key == "child" and isinstance(value, int):
+            return "child"  # a sub-workflow's child instance (another id on each run)
         if key in ("instance",) and value == instance_id:
             return "I"
         if isinstance(value, str) and value.startswith(f"{pk}:"):
@@ -219,7 +222,7 @@ def snapshot(instance_id: int, captured: Captured | None = None) -> dict[str, An
 
     step_rows = [{
         "step": label[s.pk], "node_type": s.node_type, "attempt": s.attempt, "status": s.status, "queue": s.queue,
-        "input": norm(s.input), "output": norm(s.output), "error": norm(s.error), "usage": s.usage,
+        "input": norm(s.input), "output": norm(s.output), "error": norm(s.error), "usage": norm(s.usage),
         "worker": s.worker, "leased": bool(s.lease_token), "lease_until": s.lease_until, "due_at": s.due_at,
         "key": norm(s.idempotency_key), "created_at": s.created_at, "started_at": s.started_at,
         "finished_at": s.finished_at, "heartbeat_at": s.heartbeat_at, "degraded": s.degraded,

@@ -181,3 +181,29 @@ def example(name: str) -> dict[str, Any]:
 def seed_loop() -> dict[str, Any]:
     """The hallucination-loop example: two scripted llm nodes send the instance back and forth."""
     return example("seed_loop")
+
+
+SUB_CHILD = "store-sub-child"
+
+
+def subworkflow() -> dict[str, Any]:
+    """A sub-workflow (SUB_CHILD, a two-step chain) whose output feeds the next step."""
+    return {
+        "nodes": [{"id": "start", "type": "start"},
+                  {"id": "sub", "type": "subworkflow",
+                   "config": {"workflow": SUB_CHILD, "input": {"x": "{{ input.x }}"},
+                              "output": {"n": "{{ child.output.n }}"}, "save_as": "child"}},
+                  py("after", "storetests.step", args={"arg": "{{ context.child.n }}"}),
+                  {"id": "end", "type": "end"}],
+        "edges": [edge("start", "sub"), edge("sub", "after"), edge("after", "end")],
+    }
+
+
+def subworkflow_child() -> dict[str, Any]:
+    return {
+        "nodes": [{"id": "start", "type": "start"},
+                  py("a", "storetests.step", args={"arg": "{{ input.x }}"}),
+                  py("b", "storetests.step", args={"arg": "{{ context.n }}"}),
+                  {"id": "end", "type": "end"}],
+        "edges": [edge("start", "a"), edge("a", "b"), edge("b", "end")],
+    }

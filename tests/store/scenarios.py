@@ -251,6 +251,29 @@ def release(d: Driver, version: WorkflowVersion) -> int:
     return inst.pk
 
 
+def subworkflow(d: Driver, version: WorkflowVersion) -> int:
+    """The parent step starts its child and parks; the child's steps run; its end queues the parent
+    step again (a post-commit effect), which maps the child's output."""
+    from workflows.definitions import save_version
+    from workflows.models import WorkflowDefinition, WorkflowInstance
+
+    if not WorkflowDefinition.objects.filter(slug=graphs.SUB_CHILD).exists():
+        save_version(graphs.SUB_CHILD, graphs.subworkflow_child())
+    inst = d.start(version, {"x": 5})
+    d.run_job(d.take("sub"))
+    inst.refresh_from_db()
+    assert inst.status == "waiting"
+    [child] = WorkflowInstance.objects.filter(parent_step__instance_id=inst.pk)
+    assert child.state["depth"] == 1 and child.input == {"x": 5}
+    d.drain()
+    inst.refresh_from_db()
+    child.refresh_from_db()
+    assert (inst.status, child.status) == ("completed", "completed"), (inst.status, child.status, d.captured.queue)
+    assert inst.context["child"] == {"n": child.context["n"]}
+    assert steps_of(inst.pk, "sub")[0].attempt == 1
+    return inst.pk
+
+
 def keyed_starts(driver: Driver, first: WorkflowVersion, second: WorkflowVersion) -> dict[str, Any]:
     """One key on two workflows, then again on each, singly and in bulk: what each start returned."""
     from workflows import runtime
@@ -297,4 +320,5 @@ SCENARIOS = {
     "cancel": Scenario(graphs.fan_out_join, cancel),
     "ttl_expiry": Scenario(graphs.short_ttl, halts.ttl_expiry),
     "release": Scenario(graphs.chain, release),
+    "subworkflow": Scenario(graphs.subworkflow, subworkflow),
 }

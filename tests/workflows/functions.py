@@ -99,3 +99,13 @@ def log_line(call: FunctionCall) -> dict[str, Any]:
     logging.getLogger("tests.functions").info("hello from a step", extra={"colour": "blue",
                                                                          "api_token": "sk-must-not-appear"})
     return {"logged": True}
+
+
+@register_function("tests.fail_counted")
+def fail_counted(call: FunctionCall) -> dict[str, Any]:
+    """Fail (permanently) the first `failures` calls counted under args `counter`, whatever the step:
+    a sub-workflow's first child fails, the one its retry starts succeeds."""
+    count = int(_redis().incr(COUNTER_PREFIX + str(call.args["counter"])))
+    if count <= int(call.args.get("failures", 0)):
+        raise PermanentStepError(f"planned failure {count}")
+    return {"calls": count}

@@ -1,4 +1,4 @@
-"""The four shipped examples, each started from the API with an empty input (so with the defaults the
+"""The shipped examples, each started from the API with an empty input (so with the defaults the
 example declares), run on real worker processes to its end state, with the usage and cost its
 scripted LLM steps report.
 
@@ -189,4 +189,19 @@ def test_refund_saga_runs_with_its_defaults_through_its_approval(running: tuple[
     expect_status(instance, "completed", timeout=60)
     assert demo.paths() == ["/demo/ledger/reserve", "/demo/ledger/pay", "/demo/notify/send"]
     assert_usage_recorded(instance)
+    assert_history_consistent(instance)
+
+
+def test_support_desk_runs_react_agent_as_a_sub_workflow_with_its_defaults(running: tuple[Client, Any]) -> None:
+    client, _ = running
+    instance = start_with_defaults(client, "support-desk")
+    expect_status(instance, "completed", timeout=60)
+    [child] = WorkflowInstance.objects.filter(parent_step__instance=instance)
+    assert child.status == "completed" and child.version.definition.slug == "react-agent"
+    assert child.input == {"question": "Where is my order 42?"}
+    assert instance.context["agent"] == {"reply": "Your order ships tomorrow.", "agent_instance": child.pk}
+    # The agent's spending counts toward the parent's totals (and so its budget).
+    note = instance.steps.get(node_id="note")
+    assert instance.tokens == child.tokens + note.usage["prompt_tokens"] + note.usage["completion_tokens"]
+    assert instance.cost_usd == child.cost_usd + Decimal(str(note.usage["cost_usd"]))
     assert_history_consistent(instance)

@@ -45,7 +45,8 @@ INSTANCE_TRANSITIONS: dict[str, frozenset[str]] = {
     # node" (workflows/operations.py); the engine itself never reopens an instance.
     _I.FAILED: frozenset({_I.COMPENSATING, _I.RUNNING}),
     _I.COMPENSATING: frozenset({_I.COMPENSATED, _I.HALTED, _I.FAILED}),
-    _I.COMPLETED: frozenset({_I.RUNNING}),
+    # -> compensating: a sub-workflow whose parent compensates (workflows/runtime/subflows.py).
+    _I.COMPLETED: frozenset({_I.RUNNING, _I.COMPENSATING}),
     _I.CANCELLED: frozenset({_I.RUNNING}),
     _I.COMPENSATED: frozenset(),
 }
@@ -53,7 +54,8 @@ INSTANCE_TRANSITIONS: dict[str, frozenset[str]] = {
 _S = StepStatus
 STEP_TRANSITIONS: dict[str, frozenset[str]] = {
     # -> succeeded: a human task answered (its step waits pending, not running, for the person).
-    _S.PENDING: frozenset({_S.QUEUED, _S.CANCELLED, _S.SKIPPED, _S.SUCCEEDED}),
+    # -> retrying/failed: the child instance a sub-workflow step waits for failed.
+    _S.PENDING: frozenset({_S.QUEUED, _S.CANCELLED, _S.SKIPPED, _S.SUCCEEDED, _S.RETRYING, _S.FAILED}),
     _S.QUEUED: frozenset({_S.RUNNING, _S.CANCELLED, _S.PENDING}),
     _S.RUNNING: frozenset({_S.SUCCEEDED, _S.FAILED, _S.RETRYING, _S.QUEUED, _S.PENDING, _S.CANCELLED}),
     _S.RETRYING: frozenset({_S.QUEUED, _S.CANCELLED, _S.FAILED, _S.PENDING}),

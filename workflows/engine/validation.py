@@ -256,6 +256,8 @@ def _skeleton_node(raw: dict[str, Any]) -> dict[str, Any]:
     for key in ("config", "fallback"):
         if isinstance(raw.get(key), dict):
             out[key] = raw[key]
+    if isinstance(raw.get("queue"), str):
+        out["queue"] = raw["queue"]  # a kind may refuse a queue (a sub-workflow's is never ai)
     return out
 
 

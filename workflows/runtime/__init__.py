@@ -5,7 +5,8 @@ Public API (nothing outside this package imports a private name from it):
 - starting: `start_instance`, `start_instances` (many in one transaction)
 - a worker's step: `claim_step`, `build_call`, `run_claimed`, `finish_step`,
   `finish_step_reconnecting`, `release_step`, `run_step` (the whole loop for one job)
-- from outside: `cancel_instance`, `expire_instance`
+- from outside: `cancel_instance`, `expire_instance`, `reconcile_subflows` (the reconciler's
+  sub-workflow pass)
 - observability: `current_step` (the step this thread/task runs); commit observers in `observe`
 - on a locked instance, for operators' actions (review.py, operations.py, recovery.py): `UnitOfWork`,
   `lock`, `apply`, `resume`, `activate`, `stop_instance`, `start_compensation`, `resolve`,
@@ -50,6 +51,8 @@ from workflows.runtime.loop import (
 from workflows.runtime.observe import current_step
 from workflows.runtime.records import Claim, Outcome, StepOutputs, as_step_error
 from workflows.runtime.starting import start_instance, start_instances
+from workflows.runtime.subflows import other_waiting as others_waiting
+from workflows.runtime.subflows import reconcile as reconcile_subflows
 from workflows.runtime.transitions import (
     activate,
     budget_exceeded,
@@ -67,7 +70,7 @@ __all__ = [
     "engine_config",
     "expire_instance", "finish_groups", "finish_groups_reconnecting", "finish_step", "finish_step_reconnecting",
     "finish_steps", "finish_steps_reconnecting", "fired_edges", "graph_for_version", "keeper", "lock",
-    "node_for_step", "Outcome", "queue_for", "release_step", "resolve", "resume", "run_claimed", "run_step",
-    "run_steps", "start_compensation", "start_instance", "start_instances", "StepOutputs", "stop_instance",
-    "timeout_for", "UnitOfWork",
+    "node_for_step", "Outcome", "queue_for", "reconcile_subflows", "release_step", "resolve", "resume",
+    "run_claimed", "run_step", "run_steps", "start_compensation", "start_instance", "start_instances",
+    "StepOutputs", "stop_instance", "timeout_for", "UnitOfWork", "others_waiting",
 ]

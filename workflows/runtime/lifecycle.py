@@ -30,6 +30,7 @@ from workflows.engine.nodes import NodeResult, StepCall, get_kind
 from workflows.engine.nodes.llm import provider_of
 from workflows.engine.statuses import INSTANCE_ACTIVE, InstanceStatus, StepStatus
 from workflows.models import StepRun, WorkflowInstance
+from workflows.runtime import subflows
 from workflows.runtime import transitions as tx
 from workflows.runtime.config import (
     check_payload,
@@ -167,6 +168,7 @@ def build_call(claim: Claim, now: datetime | None = None) -> StepCall:
         trace_id=step_traceparent(inst.trace_id, claim.step.pk, claim.step.attempt),
         activated_at=claim.step.created_at, engine=engine_config(), call_index=call_index, breaker=gate,
         secrets=scope, provider=account, cache=response_cache,
+        subflows=subflows.StepSubflows(claim) if node.type == subflows.NODE_TYPE else None,
     )
     claim.call = call
     return call
@@ -276,7 +278,8 @@ def _checked(claim: Claim, outcome: Outcome) -> tuple[Outcome, str | None]:
             outcome.result.context_updates = scope.scrub(outcome.result.context_updates)
         if outcome.error is not None:
             scope.scrub_error(outcome.error)
-    if outcome.error is None and outcome.result is not None and outcome.result.defer_until is None:
+    if (outcome.error is None and outcome.result is not None and outcome.result.defer_until is None
+            and outcome.result.waiting_on is None):
         try:
             return outcome, check_payload(f"output of step {claim.node.id}", outcome.result.output)
         except PayloadTooLarge as exc:
@@ -303,6 +306,11 @@ def _decide_outcome(uow: UnitOfWork, step: StepRun, claim: Claim, outcome: Outco
     if outcome.result.defer_until is not None:
         uow.checkpoint = False
         tx.defer(uow, step, outcome.result.defer_until)
+        return None
+    if outcome.result.waiting_on is not None:
+        # Reads the child's status: decided under the instance lock only (see subflows.await_child).
+        uow.needs_lock = True
+        subflows.await_child(uow, step, claim, outcome.result.waiting_on)
         return None
     return _succeed(uow, step, claim, outcome.result, allow_inline)
 
@@ -333,7 +341,9 @@ def _succeed(uow: UnitOfWork, step: StepRun, claim: Claim, result: NodeResult, a
     uow.update_step(step, status=StepStatus.SUCCEEDED, output=result.output, usage=usage, finished_at=uow.now,
                     input=tx.redacted_input(claim), error=None, degraded=result.degraded)
     if usage:
-        tokens = int(usage.get("prompt_tokens", 0)) + int(usage.get("completion_tokens", 0))
+        # A sub-workflow reports its child's total as `tokens`; an llm node, prompt and completion.
+        tokens = int(usage["tokens"]) if "tokens" in usage else (
+            int(usage.get("prompt_tokens", 0)) + int(usage.get("completion_tokens", 0)))
         uow.set_instance(tokens=inst.tokens + tokens,
                          cost_usd=Decimal(inst.cost_usd) + Decimal(str(usage.get("cost_usd", 0))))
     uow.event("step_succeeded", step.node_id, step, visit=step.visit, attempt=step.attempt,

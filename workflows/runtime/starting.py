@@ -24,6 +24,7 @@ from workflows.models import WorkflowInstance, WorkflowVersion
 from workflows.runtime import transitions as tx
 from workflows.runtime.config import check_payload, conf, graph_for_version
 from workflows.runtime.observe import trace_parts
+from workflows.runtime.subflows import ParentLink
 from workflows.runtime.unit import UnitOfWork
 
 log = logging.getLogger("steadyflow.runtime")
@@ -31,15 +32,16 @@ log = logging.getLogger("steadyflow.runtime")
 
 def start_instance(version: WorkflowVersion, start_input: dict[str, Any] | None = None, *,
                    idempotency_key: str | None = None, user: Any = None,
-                   now: datetime | None = None) -> WorkflowInstance:
-    """Create an instance and run its start node, all in one transaction."""
+                   now: datetime | None = None, parent: ParentLink | None = None) -> WorkflowInstance:
+    """Create an instance and run its start node, all in one transaction. `parent`: a sub-workflow's
+    link to the step that starts it (runtime/subflows.py)."""
     return start_instances(version, [start_input or {}], idempotency_keys=[idempotency_key], user=user,
-                           now=now)[0]
+                           now=now, parent=parent)[0]
 
 
 def start_instances(version: WorkflowVersion, inputs: Sequence[dict[str, Any]], *,
                     idempotency_keys: Sequence[str | None] | None = None, user: Any = None,
-                    now: datetime | None = None) -> list[WorkflowInstance]:
+                    now: datetime | None = None, parent: ParentLink | None = None) -> list[WorkflowInstance]:
     """Start one instance per input, all in one transaction, their first jobs enqueued together
     after it commits (one Redis round trip per queue). Returns the instances in input order; where
     an idempotency key was used before on this definition, the instance that first used it."""
@@ -58,7 +60,7 @@ def start_instances(version: WorkflowVersion, inputs: Sequence[dict[str, Any]], 
     created: dict[int, WorkflowInstance] = {}
     if todo:
         try:
-            made = _create(version, [(inputs[i], keys[i]) for i in todo], user, now or timezone.now())
+            made = _create(version, [(inputs[i], keys[i]) for i in todo], user, now or timezone.now(), parent)
             created = dict(zip(todo, made, strict=True))
         except IntegrityError:
             # Another request with one of these keys raced past the lookup: the unique key let it
@@ -68,8 +70,8 @@ def start_instances(version: WorkflowVersion, inputs: Sequence[dict[str, Any]], 
             if not keyed:
                 raise
             if len(todo) > 1:
-                return [start_instance(version, inputs[i], idempotency_key=keys[i], user=user, now=now)
-                        for i in range(len(inputs))]
+                return [start_instance(version, inputs[i], idempotency_key=keys[i], user=user, now=now,
+                                       parent=parent) for i in range(len(inputs))]
             existing.update(store.instances_by_keys(definition_id, keyed))
             if keyed[0] not in existing:
                 raise
@@ -89,7 +91,7 @@ def declared_inputs(version: WorkflowVersion, inputs: Sequence[dict[str, Any]]) 
 
 
 def _create(version: WorkflowVersion, items: list[tuple[dict[str, Any], str | None]], user: Any,
-            now: datetime) -> list[WorkflowInstance]:
+            now: datetime, parent: ParentLink | None = None) -> list[WorkflowInstance]:
     graph = graph_for_version(version.pk)
     ttl = graph.settings.ttl_s or conf("DEFAULT_TTL_S")
     budget = graph.settings.budget_usd
@@ -102,11 +104,13 @@ def _create(version: WorkflowVersion, items: list[tuple[dict[str, Any], str | No
         instances = store.create_instances([WorkflowInstance(
             version=version, definition_id=version.definition_id, status=InstanceStatus.RUNNING,
             input=start_input, context=dict(start_input),
-            state={"visits": {}, "joins": {}, "budget_tokens": graph.settings.budget_tokens},
+            state={"visits": {}, "joins": {}, "budget_tokens": graph.settings.budget_tokens,
+                   **({"depth": parent.depth} if parent is not None else {})},
             max_transitions=graph.settings.max_transitions or conf("DEFAULT_MAX_TRANSITIONS"),
             deadline=now + timedelta(seconds=ttl), idempotency_key=key or None,
             created_by=user if getattr(user, "pk", None) else None, created_at=now, updated_at=now,
             budget_usd=Decimal(str(budget)) if budget is not None else None,
+            parent_step_id=parent.step_id if parent is not None else None,
         ) for start_input, key in items])
         for instance, start_fired in zip(instances, fired, strict=True):
             uow = UnitOfWork(instance, graph, now)

@@ -71,7 +71,9 @@ def start_edges(graph: Graph, start_input: dict[str, Any]) -> dict[int, bool]:
 
 def redacted_input(claim: Claim) -> dict[str, Any] | None:
     if claim.call is None:
-        return None
+        # Not run here (a lost lease, a sub-workflow's end): keep what the step recorded.
+        kept: dict[str, Any] | None = claim.step.input
+        return kept
     # Secret references show as `{{ secrets.NAME }}`, never as values (engine/secrets.py).
     scope = claim.call.secrets
     config = dict(scope.masked(claim.call.config) if scope is not None else claim.call.config)
@@ -350,9 +352,17 @@ def steps_of(uow: UnitOfWork, statuses: Iterable[str], *, node_types: Iterable[s
 
 
 def cancel_open_steps(uow: UnitOfWork, reason: str) -> None:
+    from workflows.runtime import subflows
+
+    waiting_on_children = []
     for step in steps_of(uow, STEP_OPEN):
         uow.update_step(step, status=StepStatus.CANCELLED, finished_at=uow.now, lease_token="", lease_until=None)
         uow.event("step_cancelled", step.node_id, step, reason=reason)
+        if step.node_type == subflows.NODE_TYPE and step.pk is not None:
+            waiting_on_children.append(step.pk)
+    if waiting_on_children:
+        # A cancelled sub-workflow step cancels its child (after this commit; the reconciler too).
+        uow.after_commit("cancel_children", subflows.cancel_children, waiting_on_children)
     if uow.instance.state.pop("throttled", None) is not None:
         uow.set_instance(state=uow.instance.state)
     uow.set_instance(open_steps=0)
@@ -361,6 +371,12 @@ def cancel_open_steps(uow: UnitOfWork, reason: str) -> None:
 def finish_instance(uow: UnitOfWork, status: str, reason: str, error: dict[str, Any] | None) -> None:
     uow.set_instance(status=status, halt_reason=reason, error=error, finished_at=uow.now)
     uow.event(f"instance_{status}", reason=reason, error=error)
+    if uow.instance.parent_step_id is not None:
+        from workflows.runtime import subflows
+
+        # A sub-workflow's end settles the parent step that waits for it (after this commit; the
+        # reconciler repeats it if this process dies first).
+        uow.after_commit("child_ended", subflows.child_ended, uow.instance.pk)
     # Nothing is left to decide on an instance that ended.
     uow.close_reviews = True
 
@@ -405,8 +421,12 @@ def resume(uow: UnitOfWork, *, goto: str | None = None, note: str = "") -> None:
     state = inst.state
     held = list(state.pop("resume", {}).get("activate", []))
     throttled = {(node_id, visit) for node_id, visit in state.get("throttled", [])}
+    from workflows.runtime import subflows
+
+    # A human task keeps waiting for its person, a sub-workflow step for its child while it runs; a
+    # sub-workflow step that a halt parked (queued, retrying) or whose child ended meanwhile goes on.
     parked = [step for step in steps_of(uow, [StepStatus.PENDING], exclude_types=person_kinds(), parked_only=True)
-              if (step.node_id, step.visit) not in throttled]
+              if (step.node_id, step.visit) not in throttled and not subflows.waits_on_child(step)]
     if goto is not None:
         for step in parked:
             uow.update_step(step, status=StepStatus.CANCELLED, finished_at=uow.now)
@@ -424,7 +444,9 @@ def resume(uow: UnitOfWork, *, goto: str | None = None, note: str = "") -> None:
         uow.set_instance(status=InstanceStatus.COMPENSATING, halt_reason="", error=None, state=state)
         uow.event("instance_resumed", compensation=True, unparked=[s.node_id for s in parked], note=note)
         return
-    waiting = bool(steps_of(uow, [StepStatus.PENDING], node_types=person_kinds()))
+    waiting = bool(steps_of(uow, [StepStatus.PENDING], node_types=person_kinds())) or any(
+        subflows.waits_on_child(step) for step in steps_of(uow, [StepStatus.PENDING], node_types=[subflows.NODE_TYPE],
+                                                           parked_only=True))
     uow.set_instance(status=InstanceStatus.WAITING if waiting else InstanceStatus.RUNNING, halt_reason="",
                      error=None, state=state)
     if inst.deadline and inst.deadline <= uow.now:
@@ -455,7 +477,15 @@ def start_compensation(uow: UnitOfWork) -> bool:
     Returns False (the instance stays failed) when there is nothing to compensate."""
     inst = uow.instance
     nodes = uow.graph.nodes
-    done = [step for step in steps_of(uow, [StepStatus.SUCCEEDED])
+    succeeded = steps_of(uow, [StepStatus.SUCCEEDED])
+    from workflows.runtime import subflows
+
+    parents = [step.pk for step in succeeded if step.node_type == subflows.NODE_TYPE and step.pk is not None]
+    if parents:
+        # The children these steps completed compensate too (their own `compensate` actions), after
+        # this commit and alongside this instance's compensations; README, Sub-workflows.
+        uow.after_commit("compensate_children", subflows.compensate_children, parents)
+    done = [step for step in succeeded
             if not is_compensation(step.node_id) and step.node_id in nodes and nodes[step.node_id].compensate]
     # Newest first: the saga undoes the steps in the reverse order of their completion.
     done.sort(key=lambda step: (step.finished_at or uow.now, step.pk or 0), reverse=True)

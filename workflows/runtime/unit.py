@@ -67,6 +67,12 @@ class UnitOfWork:
     # The event_seq the instance had when the runtime read it: a store may write the unit without
     # holding the lock while it decided, guarded by this (every transition moves the sequence).
     loaded_seq: int = -1
+    # Post-commit effects besides jobs and the live notice (sub-workflows: settle a parent, cancel
+    # or compensate children), each (name, callable, args); run after COMMIT, failures logged.
+    effects: list[tuple[str, Callable[..., Any], tuple[Any, ...]]] = field(default_factory=list)
+    # Decided on something outside this instance (a child's status): write it only under the
+    # instance lock, never on the unlocked fast path (store/postgres.py).
+    needs_lock: bool = False
 
     def __post_init__(self) -> None:
         if self.loaded_seq < 0:
@@ -119,6 +125,9 @@ class UnitOfWork:
 
     def dispatch(self, step: StepRun) -> None:
         self.enqueue.append(step)
+
+    def after_commit(self, name: str, effect: Callable[..., Any], *args: Any) -> None:
+        self.effects.append((name, effect, args))
 
     def remember_json(self, value: Any, text: str) -> None:
         # The value is kept alongside its text so its id() cannot be reused while the unit lives.

@@ -259,6 +259,17 @@ class OrmStore:
 
             self.on_commit(lambda: live.publish_commit(*announced))
         notifications.after_commit_notices(unit, self.on_commit)
+        self.run_effects(unit.effects)
+
+    def run_effects(self, effects: list[tuple[str, Callable[..., Any], tuple[Any, ...]]]) -> None:
+        if effects:
+            from workflows.runtime.subflows import run_effect
+
+            def run_all() -> None:
+                for name, effect, args in effects:
+                    run_effect(name, effect, *args)
+
+            self.on_commit(run_all)
 
     def after_commit_many(self, units: list[UnitOfWork]) -> None:
         """The effects of several units: all their jobs in one enqueue (no batching across instances)."""
@@ -279,6 +290,7 @@ class OrmStore:
         self.on_commit(effects)
         for unit in units:
             notifications.after_commit_notices(unit, self.on_commit)
+        self.run_effects([effect for unit in units for effect in unit.effects])
 
     @staticmethod
     def announced(unit: UnitOfWork) -> tuple[int, int, int] | None:

@@ -98,7 +98,7 @@ class PostgresStore(SqlStore):
             # Decided as if every lease held: the guarded step writes prove it, or the commit fails.
             held = {pk for pk, _ in leases}
             unit, result = decide(fresh, held)
-            if not unit.new_reviews and self._commit_unlocked(unit):
+            if not unit.new_reviews and not unit.needs_lock and self._commit_unlocked(unit):
                 return held, result
             mark_spent(fresh)
         return super().finish(instance_id, leases, decide)
@@ -121,7 +121,7 @@ class PostgresStore(SqlStore):
             held = {pk for pk, _ in request.leases}
             unit, result = request.decide(request.fresh, held)
             decided[i] = (held, unit, result)
-            if unit.new_reviews:
+            if unit.new_reviews or unit.needs_lock:
                 break
         else:
             if self._commit_unlocked([decided[i][1] for i in ordered]):

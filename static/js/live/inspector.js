@@ -86,6 +86,7 @@ export function createInspector(page) {
       el("summary", {}, el("span", { class: "badge status-" + run.status }, run.status),
         " visit " + run.visit + " · attempt " + run.attempt + comp),
       el("dl", { class: "facts" }, facts.map(([k, v]) => [el("dt", {}, k), el("dd", {}, String(v))])),
+      run.child ? childLink(run.child) : null,
     ];
     if (run.error) {
       const rest = Object.assign({}, run.error);
@@ -101,6 +102,15 @@ export function createInspector(page) {
     const d = el("details", { class: "run" }, parts);
     d.open = open;
     return d;
+  }
+
+  // A subworkflow step's child instance (server-provided: dashboard/instance_api.py child_links),
+  // with the review items that halt it.
+  function childLink(child) {
+    return el("p", { class: "child-link" }, "Sub-workflow: ",
+      el("a", { href: child.url, class: "child-instance" }, "instance " + child.id),
+      " (" + child.workflow + " v" + child.version + ", " + child.status + ")",
+      child.reviews.map((r) => [" · ", el("a", { href: r.url, class: "error child-review" }, "review: " + r.reason)]));
   }
 
   function render() {

@@ -29,6 +29,7 @@ def _load_builtin() -> None:
         python,
         router,
         start,
+        subworkflow,
         wait,
     )
 

@@ -30,6 +30,31 @@ class EngineConfig:
     default_timeout_s: float = 300.0
 
 
+@dataclass(frozen=True)
+class ChildRun:
+    """A sub-workflow instance as a subworkflow node sees it (engine/nodes/subworkflow.py)."""
+
+    id: int
+    workflow: str
+    version: int
+    status: str
+    depth: int
+    context: dict[str, Any] = field(default_factory=dict)
+    tokens: int = 0
+    cost_usd: float = 0.0
+
+
+class Subflows(Protocol):
+    """How a subworkflow node starts its child; storage lives outside the engine (runtime/subflows.py)."""
+
+    depth: int  # the calling instance's depth: 0 for a top-level instance
+
+    def child(self, workflow: str, version: int | None, start_input: dict[str, Any]) -> ChildRun:
+        """The step's current child: the latest one it started when that one is still active or
+        completed; otherwise a new one, started with an idempotency key derived from the step (so a
+        replayed step never starts two)."""
+
+
 class BreakerGate(Protocol):
     """The circuit breaker of one provider, as a node sees it (storage lives outside the engine)."""
 
@@ -69,6 +94,7 @@ class StepCall:
     provider: ProviderAccount | None = None  # an llm node's provider credential (None: the environment's)
     # An llm node's response cache: given only to a node whose config opts in (workflows/engine/llm_cache.py).
     cache: ResponseCache | None = None
+    subflows: Subflows | None = None  # a subworkflow node's way to its child (None outside a worker)
 
 
 @dataclass
@@ -77,6 +103,8 @@ class NodeResult:
     context_updates: dict[str, Any] = field(default_factory=dict)
     usage: dict[str, Any] | None = None  # {"prompt_tokens", "completion_tokens", "cost_usd", "model"}
     defer_until: datetime | None = None  # not done yet: run again at this time (timers)
+    # not done yet: the step waits, with no worker, until this sub-workflow instance ends
+    waiting_on: int | None = None
     degraded: bool = False
 
 

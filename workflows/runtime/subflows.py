@@ -1,0 +1,261 @@
+"""Sub-workflows on the runtime's side (the node is workflows/engine/nodes/subworkflow.py).
+
+- A subworkflow step's handler starts its child through `StepSubflows.child` (the same start
+  function as the API, with an idempotency key derived from the step: `subflow:<instance>:<node>:
+  <visit>:<n>`, n counting the children this step started, so a replayed run finds its child
+  instead of starting another) and returns `waiting_on`: `await_child` parks the step (pending, no
+  due time, no worker) and the instance waits.
+- The child's end (completed, failed, cancelled) commits with a post-commit effect, `child_ended`,
+  that settles the parent step in its own transaction (locking only the parent): completed queues
+  it again (its handler maps the child's result), failed fails the attempt (the node's retry policy:
+  a retry starts a new child), cancelled fails it for good. If the process dies between the two
+  commits, the reconciler's `reconcile` settles it.
+- A cancelled parent step cancels its active children (post-commit, and the reconciler); a parent
+  that compensates compensates the children its steps completed.
+
+Locks: a transition here locks one instance at a time (the parent's settle reads the child
+without locking it: a child that ended does not change again), so nothing waits on a lock held
+while it waits for another.
+"""
+
+from __future__ import annotations
+
+import logging
+from dataclasses import dataclass
+from datetime import datetime
+from typing import Any
+
+from django.utils import timezone
+
+from workflows import store as stores
+from workflows.engine.errors import ExpressionError, PayloadTooLarge, PermanentStepError, StepError
+from workflows.engine.inputs import InputInvalid
+from workflows.engine.nodes import get_kind
+from workflows.engine.nodes.base import ChildRun
+from workflows.engine.statuses import INSTANCE_ACTIVE, InstanceStatus, StepStatus
+from workflows.models import StepRun, WorkflowDefinition, WorkflowInstance, WorkflowVersion
+from workflows.runtime import transitions as tx
+from workflows.runtime.config import graph_for_version, node_for_step, person_kinds
+from workflows.runtime.records import Claim
+from workflows.runtime.unit import UnitOfWork
+
+log = logging.getLogger("steadyflow.runtime")
+
+NODE_TYPE = "subworkflow"
+# A child in one of these no longer runs for its parent step: its end fails the step.
+CHILD_FAILED = frozenset({InstanceStatus.FAILED, InstanceStatus.CANCELLED, InstanceStatus.COMPENSATING,
+                          InstanceStatus.COMPENSATED})
+CHILD_ENDED = CHILD_FAILED | {InstanceStatus.COMPLETED}
+CHILD_ALIVE = INSTANCE_ACTIVE | {InstanceStatus.HALTED}
+BATCH = 200
+
+
+@dataclass(frozen=True)
+class ParentLink:
+    """What a child instance records of the step that started it."""
+
+    step_id: int
+    depth: int
+
+
+def depth_of(instance: WorkflowInstance) -> int:
+    return int(instance.state.get("depth", 0))
+
+
+def as_child_run(child: WorkflowInstance) -> ChildRun:
+    version = WorkflowVersion.objects.select_related("definition").only(
+        "number", "definition__slug").get(pk=child.version_id)
+    return ChildRun(id=child.pk, workflow=version.definition.slug, version=version.number, status=str(child.status),
+                    depth=depth_of(child), context=dict(child.context), tokens=int(child.tokens),
+                    cost_usd=float(child.cost_usd))
+
+
+def children_of(step_id: int) -> list[WorkflowInstance]:
+    return list(WorkflowInstance.objects.filter(parent_step_id=step_id).order_by("id"))
+
+
+def version_to_run(workflow: str, version: int | None) -> WorkflowVersion:
+    definition = WorkflowDefinition.objects.filter(slug=workflow).first()
+    if definition is None:
+        raise PermanentStepError(f"sub-workflow '{workflow}' does not exist")
+    found: WorkflowVersion | None = (definition.versions.filter(number=version).first() if version is not None
+                                     else definition.latest_version())
+    if found is None:
+        raise PermanentStepError(f"sub-workflow '{workflow}' has no version {version}" if version is not None
+                                 else f"sub-workflow '{workflow}' has no version")
+    return found
+
+
+class StepSubflows:
+    """The `Subflows` port of one claimed subworkflow step (engine/nodes/base.py)."""
+
+    def __init__(self, claim: Claim) -> None:
+        self.claim = claim
+        self.depth = depth_of(claim.instance)
+
+    def child(self, workflow: str, version: int | None, start_input: dict[str, Any]) -> ChildRun:
+        from workflows.runtime.starting import start_instance
+
+        step = self.claim.step
+        children = children_of(step.pk)
+        if children and children[-1].status not in CHILD_FAILED:
+            return as_child_run(children[-1])  # replayed (a lost worker, a requeue): the same child
+        target = version_to_run(workflow, version)
+        parent = self.claim.instance
+        user = parent.created_by if parent.created_by_id else None
+        key = f"subflow:{step.idempotency_key}:{len(children) + 1}"
+        try:
+            child = start_instance(target, start_input, idempotency_key=key, user=user,
+                                   parent=ParentLink(step.pk, self.depth + 1))
+        except (InputInvalid, ExpressionError, PayloadTooLarge) as exc:
+            # The child's declared input refused it, a start condition failed on it, or it is too big.
+            raise PermanentStepError(f"sub-workflow '{workflow}' refused its input: {exc}") from None
+        return as_child_run(child)
+
+
+# --- Deciding on the parent (its instance locked) ----------------------------------------------------
+
+def await_child(uow: UnitOfWork, step: StepRun, claim: Claim, child_id: int) -> None:
+    """The handler started (or found) its child: park the step until the child ends; or, when it
+    ended already (a quick child whose own settle found this step still running), settle now."""
+    child = WorkflowInstance.objects.get(pk=child_id)
+    if child.status in CHILD_ENDED:
+        settle(uow, step, claim, child)
+        return
+    uow.update_step(step, status=StepStatus.PENDING, due_at=None, lease_token="", lease_until=None,
+                    input=tx.redacted_input(claim))
+    uow.event("step_waiting", step.node_id, step, visit=step.visit, child=child.pk)
+    if uow.instance.status == InstanceStatus.RUNNING:
+        uow.set_instance(status=InstanceStatus.WAITING)
+
+
+def settle(uow: UnitOfWork, step: StepRun, claim: Claim, child: WorkflowInstance) -> None:
+    """A child ended: a completed one queues the step again (its handler maps the result, the same
+    attempt); a failed one fails the attempt (retry per the node's policy); a cancelled one fails
+    the step for good."""
+    inst = uow.instance
+    if inst.status == InstanceStatus.WAITING and not other_waiting(uow, step):
+        uow.set_instance(status=InstanceStatus.RUNNING)
+    if child.status == InstanceStatus.COMPLETED:
+        uow.update_step(step, status=StepStatus.QUEUED, due_at=uow.now, attempt=max(step.attempt - 1, 0),
+                        lease_token="", lease_until=None)
+        uow.event("step_queued", step.node_id, step, visit=step.visit, queue=step.queue, child=child.pk,
+                  child_status=str(child.status))
+        uow.dispatch(step)
+        return
+    error = child.error or {}
+    reason = error.get("message") or child.halt_reason or str(child.status)
+    tx.fail_attempt(uow, step, claim, StepError(
+        f"sub-workflow instance {child.pk} {child.status}: {reason}",
+        permanent=child.status == InstanceStatus.CANCELLED,
+        details={"code": f"child_{child.status}", "child": child.pk, "child_status": str(child.status)}))
+
+
+def waits_on_child(step: StepRun) -> bool:
+    """A pending subworkflow step whose latest child still runs (not one a halt parked before it
+    started a child, or after its child ended)."""
+    if step.node_type != NODE_TYPE or step.pk is None:
+        return False
+    latest = WorkflowInstance.objects.filter(parent_step_id=step.pk).order_by("-id").values_list(
+        "status", flat=True).first()
+    return latest is not None and latest in CHILD_ALIVE
+
+
+def other_waiting(uow: UnitOfWork, step: StepRun) -> bool:
+    """Whether anything but `step` keeps the instance waiting: a human task, or a sub-workflow step
+    whose child runs."""
+    pending = [s for s in tx.steps_of(uow, [StepStatus.PENDING], parked_only=True) if s.pk != step.pk]
+    persons = person_kinds()
+    return any(s.node_type in persons or waits_on_child(s) for s in pending)
+
+
+# --- After commits: effects, and the reconciler's backstop -------------------------------------
+
+def settle_parent_step(step_id: int, now: datetime | None = None) -> bool:
+    """Settle a parked subworkflow step whose latest child ended, in its own transaction. False
+    when there is nothing to do (already settled, the child still runs, the parent is halted: it
+    is settled once an operator resumes it, by the reconciler)."""
+    now = now or timezone.now()
+    row = StepRun.objects.filter(pk=step_id).values_list("instance_id", flat=True).first()
+    if row is None:
+        return False
+    store = stores.get_store()
+    with store.atomic():
+        parent = store.lock_instance(row)
+        if parent.status not in INSTANCE_ACTIVE:
+            return False
+        step = store.get_step(step_id)
+        if step.status != StepStatus.PENDING or step.due_at is not None:
+            return False
+        children = children_of(step_id)
+        if not children or children[-1].status not in CHILD_ENDED:
+            return False
+        graph = graph_for_version(parent.version_id)
+        node = node_for_step(graph, step.node_id)
+        claim = Claim(step=step, instance=parent, graph=graph, node=node, kind=get_kind(node.type), token="",
+                      worker="")
+        uow = UnitOfWork(parent, graph, now)
+        settle(uow, step, claim, children[-1])
+        store.apply(uow)
+    return True
+
+
+def child_ended(child_id: int) -> None:
+    """Post-commit effect of a child's end: settle its parent step."""
+    step_id = WorkflowInstance.objects.filter(pk=child_id).values_list("parent_step_id", flat=True).first()
+    if step_id is not None:
+        settle_parent_step(step_id)
+
+
+def cancel_children(step_ids: list[int], now: datetime | None = None) -> int:
+    """Post-commit effect of cancelled parent steps: cancel their children still alive."""
+    from workflows.runtime.lifecycle import cancel_instance
+
+    alive = WorkflowInstance.objects.filter(parent_step_id__in=step_ids, status__in=CHILD_ALIVE)
+    return sum(1 for pk in alive.values_list("pk", flat=True)
+               if cancel_instance(pk, "its parent step was cancelled", now=now))
+
+
+def compensate_children(step_ids: list[int], now: datetime | None = None) -> int:
+    """Post-commit effect of a parent starting its compensation: each child its succeeded steps
+    completed runs its own compensations (completed -> compensating -> compensated)."""
+    now = now or timezone.now()
+    store = stores.get_store()
+    started = 0
+    for pk in WorkflowInstance.objects.filter(parent_step_id__in=step_ids, status=InstanceStatus.COMPLETED) \
+            .values_list("pk", flat=True):
+        with store.atomic():
+            child = store.lock_instance(pk)
+            if child.status != InstanceStatus.COMPLETED:
+                continue
+            uow = UnitOfWork(child, graph_for_version(child.version_id), now)
+            if tx.start_compensation(uow):
+                store.apply(uow)
+                started += 1
+    return started
+
+
+def reconcile(now: datetime) -> int:
+    """The reconciler's pass: parked subworkflow steps whose latest child ended are settled (an
+    effect lost with its process), and children whose parent step is no longer open are cancelled."""
+    ended = (StepRun.objects.filter(status=StepStatus.PENDING, node_type=NODE_TYPE, due_at__isnull=True,
+                                    instance__status__in=INSTANCE_ACTIVE, child_instances__status__in=CHILD_ENDED)
+             .exclude(child_instances__status__in=CHILD_ALIVE).values_list("pk", flat=True).distinct()[:BATCH])
+    done = sum(1 for pk in list(ended) if settle_parent_step(pk, now))
+    orphans = (WorkflowInstance.objects.filter(status__in=CHILD_ALIVE, parent_step__isnull=False)
+               .exclude(parent_step__status__in=[StepStatus.PENDING, StepStatus.QUEUED, StepStatus.RUNNING,
+                                                 StepStatus.RETRYING])
+               .values_list("parent_step_id", flat=True)[:BATCH])
+    step_ids = sorted({pk for pk in orphans if pk is not None})
+    if step_ids:
+        done += cancel_children(step_ids, now)
+    return done
+
+
+def run_effect(name: str, effect: Any, *args: Any) -> None:
+    """Run a post-commit effect; a failure is logged, never raised into the commit's caller (the
+    reconciler repeats what an effect did not do)."""
+    try:
+        effect(*args)
+    except Exception:  # noqa: BLE001 - the reconciler's backstop
+        log.exception("sub-workflow effect %s failed; the reconciler will retry it", name)
