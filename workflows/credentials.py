@@ -11,6 +11,7 @@ SecretScope or a ProviderAccount handed to the node that sends them (engine/secr
 
 from __future__ import annotations
 
+import json
 import re
 from collections.abc import Mapping
 from functools import lru_cache
@@ -123,7 +124,10 @@ def validate(graph: Any) -> list[GraphIssue]:
         return validate_graph(graph)
     # The expression checks never see a reference: the renderer never does either (engine/secrets.py).
     issues = validate_graph(engine_secrets.without_references(graph))
-    credentials = known()
+    # Only a graph that can name a credential reads the table: validating a plain file (validate_workflow)
+    # needs no database.
+    text = json.dumps(graph, default=str)
+    credentials = known() if "secrets" in text or "credential" in text else {}
     issues += engine_secrets.check_graph(graph, credentials, _raw_keys())
     for node in graph.get("nodes") or []:
         if not isinstance(node, Mapping) or node.get("type") != "llm" or not isinstance(node.get("config"), Mapping):
