@@ -8,7 +8,6 @@ from typing import Any
 from urllib.parse import urlencode
 
 from django.core.paginator import Paginator
-from django.db import connection
 from django.db.models import Q, TextField
 from django.db.models.functions import Cast
 from django.http import HttpRequest, HttpResponse, JsonResponse
@@ -256,7 +255,11 @@ def instance_rows_json(request: HttpRequest) -> JsonResponse:
 
 
 def healthz(request: HttpRequest) -> JsonResponse:
-    """Liveness for load balancers: the database answers."""
-    with connection.cursor() as cursor:
-        cursor.execute("SELECT 1")
-    return JsonResponse({"ok": True})
+    """For load balancers: the checks of `manage.py health --role web` (database, Redis, migrations),
+    200 when they pass, else 503 naming the failing checks. Public, so it names checks, never details."""
+    from workflows.health import run_checks
+
+    report = run_checks("web")
+    if report.ok:
+        return JsonResponse({"ok": True, "checks": report.passed})
+    return JsonResponse({"ok": False, "failing": sorted(report.problems)}, status=503)
