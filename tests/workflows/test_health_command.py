@@ -132,8 +132,10 @@ def test_health_reports_unreachable_redis() -> None:
 def test_health_exit_code_from_the_command_line_when_the_database_is_down() -> None:
     env = {"PATH": "/usr/bin:/bin", "DATABASE_URL": "postgres://postgres@127.0.0.1:1/steadyflow_nowhere",
            "REDIS_URL": "redis://127.0.0.1:1/0", "STEADYFLOW_VAR_DIR": "/tmp",
-           # A liveness probe runs with the production settings, which need a SECRET_KEY.
-           "SECRET_KEY": "health-probe-test-" + "k" * 40}
+           # A liveness probe runs with the production settings, which need a SECRET_KEY and a
+           # credentials key.
+           "SECRET_KEY": "health-probe-test-" + "k" * 40,
+           "STEADYFLOW_CREDENTIALS_KEY": "km3DmfDJlycJ07W3yCOQ55jBJBO8uMhCDe5Z05tMt00="}
     result = subprocess.run([sys.executable, "manage.py", "health"], cwd=ROOT, env=env, capture_output=True,
                             text=True, timeout=60)
     assert result.returncode == 1, result.stdout + result.stderr
