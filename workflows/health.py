@@ -10,7 +10,8 @@ container of that kind needs to pass to be useful (README, *Production*):
 - all (operators): the above for the whole deployment (any host) plus the queues' backlog age and the
   instances without progress (`find_stuck` in workflows/stuck.py).
 
-Nothing here writes, except `scheduler_beat`, which the scheduler calls each tick. Messages never carry
+Nothing here writes, except `scheduler_beat`, which the scheduler calls each tick (and RQ itself,
+dropping the names of expired workers from its registry as it reads it). Messages never carry
 a password: a Redis URL is shown without its credentials.
 """
 
