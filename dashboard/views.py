@@ -8,7 +8,6 @@ from typing import Any
 from urllib.parse import urlencode
 
 from django.core.paginator import Paginator
-from django.db import connection
 from django.db.models import Q, TextField
 from django.db.models.functions import Cast
 from django.http import HttpRequest, HttpResponse, JsonResponse
@@ -266,7 +265,17 @@ def instance_rows_json(request: HttpRequest) -> JsonResponse:
 
 
 def healthz(request: HttpRequest) -> JsonResponse:
-    """Liveness for load balancers: the database answers."""
-    with connection.cursor() as cursor:
-        cursor.execute("SELECT 1")
-    return JsonResponse({"ok": True})
+    """For load balancers: the checks of `manage.py health --role web` (database, Redis, migrations).
+    503 when the database or the migrations fail, naming the failing checks; a Redis outage alone is
+    200 with `degraded`: the pages and the API keep working without Redis (live updates pause and starts
+    are enqueued when it is back, workflows/redis_outage.py), so taking every replica out of a load
+    balancer would turn a degraded site into a dead one. Public, so it names checks, never details."""
+    from workflows.health import run_checks
+
+    report = run_checks("web")
+    failing = sorted(report.problems)
+    if report.ok:
+        return JsonResponse({"ok": True, "checks": report.passed})
+    if failing == ["redis"]:
+        return JsonResponse({"ok": True, "degraded": failing, "checks": report.passed})
+    return JsonResponse({"ok": False, "failing": failing}, status=503)

@@ -1,5 +1,8 @@
 """`manage.py health`: exit 0 and OK when healthy; exit 1 naming stuck instances or an unreachable
-database or Redis. `manage.py reconcile`: one tick, reported as JSON."""
+database or Redis. `manage.py reconcile`: one tick, reported as JSON.
+
+These tests are about the instances; the checks of live processes and queues (test_health_roles.py)
+are left out, since no worker runs here."""
 
 from __future__ import annotations
 
@@ -21,10 +24,14 @@ from workflows.models import StepRun, WorkflowInstance
 GRAPH = chain({"id": "a", "type": "python", "config": {"function": "examples.canned_reply"}})
 
 
+# No worker or scheduler runs in these tests, and other tests may leave jobs on the queues.
+WITHOUT_PROCESSES = ("--skip", "workers", "--skip", "scheduler", "--skip", "queues")
+
+
 def health(*args: str) -> tuple[int, str]:
     out = io.StringIO()
     try:
-        call_command("health", *args, stdout=out, stderr=out)
+        call_command("health", *WITHOUT_PROCESSES, *args, stdout=out, stderr=out)
     except SystemExit as exc:
         return int(exc.code or 0), out.getvalue()
     return 0, out.getvalue()
@@ -125,8 +132,10 @@ def test_health_reports_unreachable_redis() -> None:
 def test_health_exit_code_from_the_command_line_when_the_database_is_down() -> None:
     env = {"PATH": "/usr/bin:/bin", "DATABASE_URL": "postgres://postgres@127.0.0.1:1/steadyflow_nowhere",
            "REDIS_URL": "redis://127.0.0.1:1/0", "STEADYFLOW_VAR_DIR": "/tmp",
-           # A liveness probe runs with the production settings, which need a SECRET_KEY.
-           "SECRET_KEY": "health-probe-test-" + "k" * 40}
+           # A liveness probe runs with the production settings, which need a SECRET_KEY and a
+           # credentials key.
+           "SECRET_KEY": "health-probe-test-" + "k" * 40,
+           "STEADYFLOW_CREDENTIALS_KEY": "km3DmfDJlycJ07W3yCOQ55jBJBO8uMhCDe5Z05tMt00="}
     result = subprocess.run([sys.executable, "manage.py", "health"], cwd=ROOT, env=env, capture_output=True,
                             text=True, timeout=60)
     assert result.returncode == 1, result.stdout + result.stderr
@@ -138,13 +147,13 @@ def test_health_exit_code_from_the_command_line_when_the_database_is_down() -> N
 def test_health_exit_code_from_the_command_line(version: Any, worker_env: dict[str, str]) -> None:
     stuck = make_instance(version, steps=[queued_since(hours=1)])
     env = {**worker_env, "DATABASE_URL": database_url_for_tests()}
-    result = subprocess.run([sys.executable, "manage.py", "health", "--threshold", "60"], cwd=ROOT, env=env,
-                            capture_output=True, text=True, timeout=60)
+    result = subprocess.run([sys.executable, "manage.py", "health", *WITHOUT_PROCESSES, "--threshold", "60"],
+                            cwd=ROOT, env=env, capture_output=True, text=True, timeout=60)
     assert result.returncode == 1, result.stdout + result.stderr
     assert f"instance {stuck.pk} " in result.stdout
     WorkflowInstance.objects.filter(pk=stuck.pk).update(status="cancelled")
-    result = subprocess.run([sys.executable, "manage.py", "health", "--threshold", "60"], cwd=ROOT, env=env,
-                            capture_output=True, text=True, timeout=60)
+    result = subprocess.run([sys.executable, "manage.py", "health", *WITHOUT_PROCESSES, "--threshold", "60"],
+                            cwd=ROOT, env=env, capture_output=True, text=True, timeout=60)
     assert result.returncode == 0, result.stdout + result.stderr
     assert result.stdout.startswith("OK")
 

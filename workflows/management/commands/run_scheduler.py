@@ -12,6 +12,7 @@ from django.db import close_old_connections
 from django.utils import timezone
 
 from workflows import reconciler
+from workflows.health import scheduler_beat
 from workflows.redis_outage import REDIS_ERRORS, Backoff, Outage, pause
 from workflows.triggers import tick as triggers
 
@@ -54,6 +55,8 @@ class Command(BaseCommand):
                 # While Redis is away the tick waits: everything it would enqueue stays due in the
                 # database, and every Redis call in it would first spend redis-py's retries.
                 ping_queues()
+                # `manage.py health --role scheduler` (the container's health check) reads this.
+                scheduler_beat(django_rq.get_connection("default"))
                 if outage.recovered(started):
                     backoff.reset()
                 report = reconciler.tick()
