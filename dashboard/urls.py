@@ -4,7 +4,18 @@ from django.contrib.auth import views as auth_views
 from django.contrib.staticfiles.urls import staticfiles_urlpatterns
 from django.urls import path
 
-from dashboard import api, credential_views, demo, editor, editor_api, instance_api, meta, review_views, views
+from dashboard import (
+    api,
+    credential_views,
+    demo,
+    editor,
+    editor_api,
+    instance_api,
+    meta,
+    review_api,
+    review_views,
+    views,
+)
 from dashboard.login_throttle import ThrottledAdminAuthenticationForm, ThrottledAuthenticationForm
 
 # Both login pages say when a login is refused because of too many failures (dashboard/login_throttle.py).
@@ -45,6 +56,8 @@ urlpatterns = [
     path("credentials/<str:name>/delete", credential_views.credential_delete, name="credential-delete"),
     path("review/", review_views.review_list, name="review-list"),
     path("review/<int:item_id>/", review_views.review_detail, name="review-detail"),
+    path("review/next/", review_views.review_next, name="review-next"),
+    path("api/reviews", review_api.reviews, name="api-reviews"),
     path("accounts/login/", auth_views.LoginView.as_view(authentication_form=ThrottledAuthenticationForm),
          name="login"),
     path("accounts/logout/", auth_views.LogoutView.as_view(), name="logout"),
