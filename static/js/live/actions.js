@@ -2,9 +2,9 @@
  * cost, error), cancel and retry, and the decision panel of an open review item, halt or human task
  * (review/panel.js, the same as the review page's; workflows/review.py decides).
  *
- * The badge shows the server's status once the page has applied every event the server had written
- * when it answered (GET /api/instances/<id>: `event_seq`): the events alone cannot tell, e.g., whether
- * another human task still waits after one is answered. */
+ * The badge shows the server's status while the page stands at the event the server had written last
+ * when it answered (GET /api/instances/<id>: `event_seq`; every batch of events asks again): the events
+ * alone cannot tell, e.g., whether another human task still waits after one is answered. */
 
 import { byId as $ } from "../lib/dom.js";
 import { getJSON, postJSON } from "../lib/api.js";
@@ -47,7 +47,8 @@ export function createActions(page) {
 
   function shownStatus() {
     const live = page.live();
-    return server && live.seq >= server.seq ? server.status : live.status;
+    // At the very event the server answered for: a later event is newer than that answer.
+    return server && live.seq === server.seq ? server.status : live.status;
   }
 
   function renderStatus() {
