@@ -229,3 +229,21 @@ def test_a_ttl_halt_from_the_instance_page_offers_more_time(daphne_page: Any, ma
     assert page.locator("#rv-extra_ttl_s").is_visible()
     assert page.locator("[data-field=extra_ttl_s].primary").count() == 1
     assert page.js_errors == []
+
+
+def test_a_designer_cancels_what_they_started_and_sees_no_decision_form(daphne_page: Any, make_user: Any,
+                                                                        login: Any) -> None:
+    page = daphne_page
+    dana = make_user("dana", "designers")
+    instance = runtime.start_instance(save_version("ship-ask", chain(QUICK)), {"ticket": "T-5"}, user=dana)
+    login(page, dana)
+    page.goto(f"/instances/{instance.pk}/")
+    page.wait_for_selector("#review:not([hidden])")
+    assert page.locator("#rv-form").is_hidden() and page.locator("#review-readonly").is_visible()
+    page.on("dialog", lambda dialog: dialog.accept())
+    page.click("#btn-cancel")
+    page.wait_for_selector("#inst-status[data-status='cancelled']")
+    instance.refresh_from_db()
+    assert instance.status == "cancelled"
+    assert page.locator("#btn-cancel").is_hidden()
+    assert page.js_errors == []

@@ -125,5 +125,9 @@ export function createActions(page) {
     if (!link.hidden) link.href = cfg.urls.reviewDetail.replace("{id}", item.id);
   }
 
+  $("btn-cancel").addEventListener("click", () => act(cfg.urls.cancel, {}, $("action-msg"),
+    "Cancel instance " + cfg.instance.id + "? Its open steps are cancelled."));
+  $("btn-retry").addEventListener("click", () => act(cfg.urls.retry, {}, $("action-msg")));
+
   return { act, renderButtons, renderStatus, renderReview, refreshFactsSoon, refreshFacts, panel };
 }
