@@ -192,15 +192,15 @@ def test_a_budget_halt_is_approved_with_more_budget(daphne_page: Any, make_user:
     page.wait_for_selector(".stat-badge[data-node='node_a']:not([hidden])")
     assert "$" in page.locator(".stat-badge[data-node='node_a']").inner_text()
     page.fill("#rv-budget", "1")
+    page.fill("#rv-note", "worth it")
+    # The README's picture of the decision panel and the input and context panel (docs/screenshots).
+    page.screenshot(path=str(SHOTS / "instance-result-panel.png"), full_page=True)
     page.click("button[data-action=approve]")
     page.wait_for_selector("#review", state="hidden")
     instance.refresh_from_db()
     item.refresh_from_db()
     assert item.status == "approved" and instance.status == "running"
     assert float(instance.budget_usd) == pytest.approx(1.0001)
-    SHOTS.mkdir(exist_ok=True)
-    page.locator("#io-panel").scroll_into_view_if_needed()
-    page.screenshot(path=str(SHOTS / "instance-result-panel.png"), full_page=False)
     assert page.js_errors == []
 
 

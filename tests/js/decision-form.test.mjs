@@ -103,7 +103,9 @@ test("a loop's path is shown with each node's visit count", () => {
 
 test("a budget halt says what was spent against the limit; a breaker its window", () => {
   const rows = explain("budget_exceeded", { budget: { cost_usd: 0.02, budget_usd: 0.01, tokens: 900 } });
-  assert.ok(rows.some((r) => r.text === "$0.0200 of $0.0100 budget"));
+  assert.ok(rows.some((r) => r.text === "$0.02 of $0.01 budget"));
+  const tiny = explain("budget_exceeded", { cost_usd: 0.00013, budget_usd: 0.0001, tokens: 396 });
+  assert.ok(tiny.some((r) => r.text === "$0.00013 of $0.0001 budget"), JSON.stringify(tiny));
   const breaker = explain("circuit_open", { breaker: { key: "llm:x", state: "open", calls: 10, failures: 6 },
     breaker_config: { window_s: 60, failure_ratio: 0.5 } });
   assert.ok(breaker.some((r) => r.text === "6 failed of 10 calls in 60 s (opens at 50%)"));

@@ -207,7 +207,13 @@ export function pathWithVisits(path) {
   });
 }
 
-const money = (v) => (v === null || v === undefined ? "—" : "$" + Number(v).toFixed(4));
+/** "$0.00013", "$0.02", "$1.50": small LLM costs keep their digits, trailing zeros go. */
+export function money(v) {
+  if (v === null || v === undefined) return "—";
+  let text = Number(v).toFixed(6).replace(/0+$/, "");
+  if (text.split(".")[1].length < 2) text = Number(v).toFixed(2);
+  return "$" + text;
+}
 
 /** What explains an item, as [{label, text}] rows (a loop's also `path`): from the server's `why`
  * (dashboard/review_facts.py) or, for an item opened while the page was open, the halt's details. */
