@@ -95,6 +95,16 @@ def node_states(instance: WorkflowInstance) -> dict[str, dict[str, Any]]:
     return out
 
 
+def graph_states(item: ReviewItem, instance: WorkflowInstance) -> dict[str, dict[str, Any]]:
+    """node_states, with the node(s) an open halt stopped at drawn `halted` (as the live page draws them)."""
+    states = node_states(instance)
+    details = item.details or {}
+    if item.status == ReviewStatus.OPEN and item.reason != ReviewReason.HUMAN_TASK:
+        for node in ([details["node"]] if details.get("node") else details.get("next") or []):
+            states.setdefault(str(node), {"state": None, "visits": 0})["state"] = "halted"
+    return states
+
+
 def recent_steps(instance: WorkflowInstance, limit: int = RECENT_STEPS) -> list[StepRun]:
     return list(reversed(StepRun.objects.filter(instance=instance).order_by("-id")[:limit]))
 

@@ -140,7 +140,7 @@ def review_detail(request: HttpRequest, item_id: int) -> HttpResponse:
         "item": item, "instance": instance, "form": form, "can_decide": refused is None, "refusal": refused,
         "why": why, "decided_label": review_facts.decision_label(item),
         "events": instance.events.order_by("-seq")[:50], "steps": review_facts.recent_steps(instance),
-        "graph": instance.version.graph, "node_states": review_facts.node_states(instance),
+        "graph": instance.version.graph, "node_states": review_facts.graph_states(item, instance),
         "node_types": node_types_for_pages(), "audit": review_facts.audit_rows(item), "config": config,
         "next_url": next_url,
     })

@@ -167,6 +167,7 @@ def test_a_loop_halt_shows_its_path_with_visit_counts_and_is_approved(daphne_pag
     visits = page.evaluate("Number(document.querySelector(\".visit-badge[data-node='node_a']\").textContent"
                            ".replace('×', ''))")
     assert visits >= 2
+    assert page.evaluate("steadyflowReviewGraph.renderedState('node_b')") == "halted"  # where it stopped
     page.fill("#rv-transitions", "4")
     page.click("button[data-action=approve]")
     page.wait_for_url("**/review/")
