@@ -116,6 +116,8 @@ def instance_json(instance: WorkflowInstance) -> dict[str, Any]:
         "max_transitions": instance.max_transitions,
         "created_at": instance.created_at.isoformat(),
         "finished_at": instance.finished_at.isoformat() if instance.finished_at else None,
+        # The sequence number the status is true at: the live page lets the status win from there on.
+        "event_seq": instance.event_seq,
     })
     return data
 

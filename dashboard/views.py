@@ -97,14 +97,14 @@ def instance_list(request: HttpRequest) -> HttpResponse:
 
 
 def _instance_page_context(request: HttpRequest, instance: WorkflowInstance) -> dict[str, Any]:
+    from dashboard import review_facts
     from workflows import operations, review
-    from workflows.engine.nodes import known_kinds
 
     can_operate = request.user.has_perm(OPERATE_PERMISSION)
     item = instance.reviews.filter(status="open").order_by("-created_at").first()
     # Per item: a human task may be for a group the user is not in (workflows/review.py refusal).
     decide_refusal = review.refusal(request.user, item)
-    node_types = [{k: v for k, v in kind.describe().items() if k != "schema"} for kind in known_kinds().values()]
+    node_types = node_types_for_pages()
     urls = {
         "instance": reverse("api-instance", args=[instance.pk]),
         "events": reverse("api-instance-events", args=[instance.pk]),
@@ -115,12 +115,13 @@ def _instance_page_context(request: HttpRequest, instance: WorkflowInstance) -> 
         "review": reverse("api-instance-review", args=[instance.pk]),
         "ws": f"/ws/instances/{instance.pk}/",
         "reviewDetail": _url_template("review-detail"),
+        "reviewNext": reverse("review-next"),
     }
     config = {
         "instance": {
             "id": instance.pk, "status": instance.status, "reason": instance.halt_reason, "error": instance.error,
             "workflow": instance.version.definition.slug, "version": instance.version.number,
-            "last_seq": instance.event_seq,
+            "last_seq": instance.event_seq, "input": instance.input, "context": instance.context,
         },
         "graph": instance.version.graph,
         "nodeTypes": node_types,
@@ -129,7 +130,9 @@ def _instance_page_context(request: HttpRequest, instance: WorkflowInstance) -> 
         "canCancel": operations.may_cancel(request.user, instance),
         "canDecide": decide_refusal is None,
         "decideRefusal": decide_refusal,
-        "review": {"id": item.pk, "reason": item.reason, "node": item.node_id, "details": item.details}
+        # Halts and human tasks alike: the decision panel (static/js/review/panel.js) is built from `why`.
+        "review": {"id": item.pk, "reason": item.reason, "node": item.node_id, "details": item.details,
+                   "why": review_facts.why(item, instance)}
         if item else None,
         "reviewActions": list(review.ACTIONS),
         "parent": _parent_link(instance),
@@ -145,6 +148,13 @@ def _parent_link(instance: WorkflowInstance) -> dict[str, Any] | None:
         return None
     return {"instance": step.instance_id, "node": step.node_id, "visit": step.visit, "step": step.pk,
             "url": reverse("instance", args=[step.instance_id])}
+
+
+def node_types_for_pages() -> list[dict[str, Any]]:
+    """The node kinds as the read-only graphs draw them (icons, colours), without their config schemas."""
+    from workflows.engine.nodes import known_kinds
+
+    return [{k: v for k, v in kind.describe().items() if k != "schema"} for kind in known_kinds().values()]
 
 
 def _url_template(name: str) -> str | None:

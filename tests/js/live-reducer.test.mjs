@@ -109,3 +109,17 @@ test("timeline filters classify events by kind", () => {
   assert.ok(EVENT_FILTERS.review({ type: "review_decided" }));
   assert.equal(EVENT_FILTERS.instance({ type: "step_started" }), false);
 });
+
+test("a human task opened makes a running instance wait, with its item; the decision clears the item", () => {
+  const state = reducer.empty("running");
+  reducer.apply(state, ev("step_queued", "reply", { visit: 1 }));
+  reducer.apply(state, ev("human_task_opened", "reply", { review: 42, prompt: "Send it?" }));
+  assert.equal(state.status, "waiting");
+  assert.deepEqual(state.review, { id: 42, reason: "human_task", node: "reply", details: { prompt: "Send it?" } });
+  reducer.apply(state, ev("review_decided", "reply", { review: 42, action: "approve" }));
+  assert.equal(state.review, null);
+  // A halted instance stays halted when a task opens meanwhile.
+  const halted = reducer.empty("halted");
+  reducer.apply(halted, ev("human_task_opened", "reply", { review: 43 }));
+  assert.equal(halted.status, "halted");
+});

@@ -219,6 +219,10 @@ MATRIX: dict[str, list[Action]] = {
     "review-detail": [Action("GET", lambda w: f"/review/{w.ids['task_item']}/", VIEW_PAGE),
                       Action("POST", lambda w: f"/review/{w.ids['task_item']}/", ANSWER_PAGE,
                              {"action": "approve"})],
+    # The next open item: a redirect to it (or to the inbox when none is left).
+    "review-next": [Action("GET", lambda w: f"/review/next/?after={w.ids['task_item']}",
+                           row(302, 403, 302, 302, 302, 302, 302))],
+    "api-reviews": [api("GET", lambda w: "/api/reviews?reason=human_task", VIEW_API)],
     "login": [Action("GET", lambda w: "/accounts/login/", PUBLIC)],
     "logout": [Action("POST", lambda w: "/accounts/logout/", row(302, 302, 302, 302, 302, 302, 302))],
     "api-not-found": [api("GET", lambda w: "/api/nothing/here", row(404, 404, 404, 404, 404, 404, 404))],

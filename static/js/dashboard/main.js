@@ -46,8 +46,10 @@ function render(stats) {
   renderChart(stats.steps.minutes);
 
   $("reviews-open").textContent = stats.reviews.open;
+  // Each row opens the item (why, context, decision form), not the instance.
   fill($("reviews"), stats.reviews.latest.map((r) => row([
-    link("/instances/" + r.instance + "/", "#" + r.instance), r.workflow, r.reason.replace(/_/g, " "), ago(r.created_at),
+    link("/review/" + r.id + "/", "#" + r.instance), r.workflow,
+    link("/review/" + r.id + "/", r.reason.replace(/_/g, " ")), ago(r.created_at),
   ])), "No open review items.", 4);
 
   fill($("breakers"), stats.breakers.map((b) => {

@@ -1,8 +1,14 @@
 /* The instance's header and what an operator can do: the status badge, the figures (loops, tokens,
- * cost, error), cancel and retry, and the review panel of a halted instance (workflows/review.py). */
+ * cost, error), cancel and retry, and the decision panel of an open review item, halt or human task
+ * (review/panel.js, the same as the review page's; workflows/review.py decides).
+ *
+ * The badge shows the server's status while the page stands at the event the server had written last
+ * when it answered (GET /api/instances/<id>: `event_seq`; every batch of events asks again): the events
+ * alone cannot tell, e.g., whether another human task still waits after one is answered. */
 
-import { byId as $, el } from "../lib/dom.js";
+import { byId as $ } from "../lib/dom.js";
 import { getJSON, postJSON } from "../lib/api.js";
+import { bindShortcuts, createDecisionPanel } from "../review/panel.js";
 
 export function createActions(page) {
   const { cfg } = page;
@@ -30,19 +36,29 @@ export function createActions(page) {
     const live = page.live();
     const status = live.status;
     const op = cfg.canOperate;
-    $("btn-cancel").hidden = !op || !["running", "waiting", "halted", "pending"].includes(status);
+    // Designers cancel the instances they started (the server's rule: operations.cancel_refusal).
+    $("btn-cancel").hidden = !cfg.canCancel || !["running", "waiting", "halted", "pending"].includes(status);
     const failedNode = Object.keys(live.nodes).some((id) => live.nodes[id].state === "failed");
     $("btn-retry").hidden = !op || status !== "failed" || !failedNode;
     if (page.inspector.selected()) page.inspector.renderActions();
   }
 
+  let server = null; // {status, seq}: the instance as GET /api/instances/<id> last answered
+
+  function shownStatus() {
+    const live = page.live();
+    // At the very event the server answered for: a later event is newer than that answer.
+    return server && live.seq === server.seq ? server.status : live.status;
+  }
+
   function renderStatus() {
-    const status = page.live().status;
+    const status = shownStatus();
     const badge = $("inst-status");
     if (badge.dataset.status === status) return;
     badge.className = "badge status-" + status;
     badge.dataset.status = status;
     badge.textContent = status;
+    if (page.onStatus) page.onStatus(status);
     renderButtons();
   }
 
@@ -50,6 +66,10 @@ export function createActions(page) {
     factsTimer = 0;
     try {
       const inst = await getJSON(cfg.urls.instance);
+      if (inst.event_seq !== undefined) server = { status: inst.status, seq: inst.event_seq };
+      renderStatus();
+      renderReview();
+      if (page.onInstance) page.onInstance(inst);
       $("inst-loop").textContent = inst.loop_count;
       if (inst.max_transitions !== undefined) $("inst-max").textContent = inst.max_transitions;
       $("inst-tokens").textContent = inst.tokens;
@@ -69,43 +89,45 @@ export function createActions(page) {
     if (!factsTimer) factsTimer = setTimeout(refreshFacts, 600);
   }
 
-  const gotoSel = $("rv-goto");
-  (cfg.graph.nodes || []).filter((n) => n.type !== "start")
-    .forEach((n) => gotoSel.appendChild(el("option", { value: n.id }, n.id)));
+  const graphNodes = cfg.graph.nodes || [];
+  const panel = createDecisionPanel({
+    why: $("review-why"), form: $("rv-form"), buttons: $("rv-buttons"), msg: $("review-msg"),
+    canDecide: cfg.canDecide, nodes: graphNodes, decideUrl: cfg.urls.review,
+    onDecided: () => { page.catchUp(); refreshFactsSoon(); },
+  });
+  if (cfg.canDecide) bindShortcuts(panel);
+
+  /** The open item with what the panel needs: a human task opened since the page loaded carries only
+   * its prompt in the event; its declared inputs are the node's (the graph). */
+  function withInputs(item) {
+    // The page's first item comes with the server's `why` (breaker state, budget figures): keep it.
+    if (cfg.review && cfg.review.id === item.id && !item.why) item = Object.assign({}, item, { why: cfg.review.why });
+    if (item.reason !== "human_task" || (item.details && item.details.inputs)) return item;
+    const node = graphNodes.find((n) => n.id === item.node) || {};
+    return Object.assign({}, item, { details: Object.assign({}, item.details,
+      { inputs: (node.config && node.config.inputs) || {} }) });
+  }
 
   function renderReview() {
     const live = page.live();
-    const item = live.status === "halted" ? live.review : null;
+    const status = shownStatus();
+    const item = live.review && ["halted", "waiting"].includes(status) ? live.review : null;
     const box = $("review");
     box.hidden = !item;
     if (!item) return;
+    const human = item.reason === "human_task";
+    $("review-title").textContent = human ? "Waiting for an answer" : "Halted";
     $("review-reason").textContent = (item.reason || "review").replace(/_/g, " ");
-    $("review-message").textContent = (item.details && item.details.message) || "";
+    panel.show(withInputs(item), page.context());
     $("review-readonly").hidden = cfg.canDecide;
     const link = $("review-link");
     link.hidden = !(cfg.urls.reviewDetail && item.id);
     if (!link.hidden) link.href = cfg.urls.reviewDetail.replace("{id}", item.id);
-    box.querySelectorAll("button[data-action], .review-form").forEach((b) => { b.hidden = !cfg.canDecide; });
   }
 
   $("btn-cancel").addEventListener("click", () => act(cfg.urls.cancel, {}, $("action-msg"),
     "Cancel instance " + cfg.instance.id + "? Its open steps are cancelled."));
   $("btn-retry").addEventListener("click", () => act(cfg.urls.retry, {}, $("action-msg")));
-  $("review").querySelectorAll("button[data-action]").forEach((b) => {
-    b.addEventListener("click", () => {
-      const action = b.dataset.action;
-      const item = page.live().review || {};
-      const body = { action, note: $("rv-note").value, item: item.id || null };
-      const extra = $("rv-transitions").value;
-      const budget = $("rv-budget").value;
-      if (extra !== "") body.extra_transitions = Number(extra);
-      if (budget !== "") body.extra_budget_usd = budget;
-      if (action === "reroute") body.goto = gotoSel.value;
-      const ask = action === "reject" ? "Reject: the instance fails (and compensates). Continue?"
-        : action === "cancel" ? "Cancel this instance?" : null;
-      act(cfg.urls.review, body, $("review-msg"), ask);
-    });
-  });
 
-  return { act, renderButtons, renderStatus, renderReview, refreshFactsSoon };
+  return { act, renderButtons, renderStatus, renderReview, refreshFactsSoon, refreshFacts, panel };
 }

@@ -3,6 +3,7 @@
 
 import * as G from "../lib/graph.js";
 import { el } from "../lib/dom.js";
+import { fmtMs } from "../lib/format.js";
 
 function liveStyle(colors, lightStatuses) {
   const rules = [
@@ -38,10 +39,13 @@ export function createCanvas(container, badgeLayer, graph, nodeTypes, meta) {
   const cy = G.create(container, graph, nodeTypes, { layout: "LR", cytoscape: cyOptions });
 
   const badges = {};
+  const statBadges = {}; // cost and duration under each node that ran (setStats)
   cy.nodes().forEach((n) => {
     const b = el("span", { class: "visit-badge", hidden: true, dataset: { node: n.id() } });
-    badgeLayer.appendChild(b);
+    const s = el("span", { class: "stat-badge", hidden: true, dataset: { node: n.id() } });
+    badgeLayer.append(b, s);
     badges[n.id()] = b;
+    statBadges[n.id()] = s;
   });
   let badgeFrame = 0;
   function placeBadges() {
@@ -51,6 +55,9 @@ export function createCanvas(container, badgeLayer, graph, nodeTypes, meta) {
       const b = badges[n.id()];
       b.style.left = (bb.x2 - 10) + "px";
       b.style.top = (bb.y1 - 10) + "px";
+      const s = statBadges[n.id()];
+      s.style.left = ((bb.x1 + bb.x2) / 2) + "px";
+      s.style.top = (bb.y2 + 2) + "px";
     });
   }
   // Nodes do not move (autoungrabify): badges follow only the viewport, not every redraw.
@@ -100,5 +107,19 @@ export function createCanvas(container, badgeLayer, graph, nodeTypes, meta) {
     return cls ? cls.slice(7) : null;
   }
 
-  return { cy, draw, renderedState };
+  /** stats: {node: {cost, ms, runs, tokens}} summed over the node's step runs. */
+  function setStats(stats) {
+    Object.entries(statBadges).forEach(([id, s]) => {
+      const st = stats[id];
+      const show = Boolean(st && (st.ms || st.cost));
+      s.hidden = !show;
+      if (!show) return;
+      s.textContent = fmtMs(st.ms) + (st.cost ? " · $" + st.cost.toFixed(4) : "");
+      s.title = st.runs + " run(s) · " + fmtMs(st.ms) + " in all · $" + st.cost.toFixed(6) + " · " + st.tokens + " tokens";
+      s.dataset.cost = String(st.cost);
+      s.dataset.ms = String(st.ms);
+    });
+  }
+
+  return { cy, draw, renderedState, setStats };
 }

@@ -19,6 +19,7 @@ import { createCanvas } from "./canvas.js";
 import { createInspector } from "./inspector.js";
 import { createTimeline } from "./timeline.js";
 import { createActions } from "./actions.js";
+import { jsonPanel } from "./json-view.js";
 
 const PAGE = 1000;
 const cfg = jsonScript("live-config");
@@ -41,6 +42,45 @@ const received = new Map(); // when each event arrived on the socket (the benchm
 const history = []; // every node state change, in the order the events were applied (the e2e tests read it)
 
 const page = { cfg, log, reducer, graphNodes, live: () => store.live, catchUp };
+// The input and the latest context (the result, once the instance has finished): JSON viewers.
+let context = cfg.instance.context || {};
+page.context = () => context;
+const contextPanel = jsonPanel(context, { label: "context" });
+$("io-input").appendChild(jsonPanel(cfg.instance.input || {}, { label: "input", openDepth: 1 }));
+$("io-context").appendChild(contextPanel);
+function renderContextTitle(status) {
+  $("io-context-title").textContent = reducer.isFinal(status) ? "Result (final context)" : "Context";
+}
+renderContextTitle(cfg.instance.status);
+page.onStatus = renderContextTitle;
+page.onInstance = (inst) => {
+  if (JSON.stringify(inst.context) !== JSON.stringify(context)) {
+    context = inst.context || {};
+    contextPanel.update(context);
+  }
+  refreshNodeStats();
+};
+
+// Per-node cost and duration on the graph, from the step runs (GET .../steps), after the facts.
+let statsTimer = 0;
+function refreshNodeStats() {
+  if (!statsTimer) statsTimer = setTimeout(loadNodeStats, 300);
+}
+async function loadNodeStats() {
+  statsTimer = 0;
+  try {
+    const data = await getJSON(cfg.urls.steps);
+    const stats = {};
+    (data.steps || []).forEach((s) => {
+      const n = stats[s.node] || (stats[s.node] = { cost: 0, ms: 0, runs: 0, tokens: 0 });
+      n.cost += s.cost_usd || 0;
+      n.ms += s.duration_ms || 0;
+      n.tokens += s.tokens || 0;
+      n.runs += 1;
+    });
+    page.canvas.setStats(stats);
+  } catch (e) { /* the next refresh tries again */ }
+}
 page.canvas = createCanvas($("cy"), $("badges"), cfg.graph, cfg.nodeTypes, tables);
 page.inspector = createInspector(page);
 page.act = (...args) => page.actions.act(...args);
@@ -137,6 +177,7 @@ const socket = openSocket(cfg.urls.ws, { onMessage, onState: setConn });
 // While the socket is down the event log is still polled, so the page stays current without it.
 setInterval(() => { if (!socket.connected && !socket.stopped) catchUp(); }, 5000);
 catchUp();
+page.actions.refreshFactsSoon();
 
 window.steadyflowLive = {
   cy, store, paints, received, history,

@@ -6,6 +6,9 @@
  *   reducer.replay(events, 12);                            // the state after the first 12 events
  *
  * state: {status, seq, review, nodes: {id: {state, visits}}, edges: {index: times taken}}.
+ * `status` is what the events imply; the page lets the server's status win once it has applied as many
+ * events as the server had written (live/actions.js), as some changes (a human task answered while
+ * another still waits) are not spelled out by one event.
  * No DOM, no clock: the same function serves live updates, time travel and the unit tests
  * (tests/js/live-reducer.test.mjs).
  */
@@ -38,6 +41,12 @@ export function createReducer(tables, graphNodeIds) {
       const at = d.node ? [d.node] : (d.next || []);
       at.forEach((id) => { if (id && known.has(id)) nodeOf(state, id).state = "halted"; });
       state.review = { id: p.review, reason: p.reason, details: d };
+    }
+    if (ev.type === "human_task_opened") {
+      // The instance waits on a person (the server sets `waiting` only when it was running: a halted
+      // instance stays halted). The item's inputs are the node's; the panel reads them from the graph.
+      if (state.status === "running") state.status = "waiting";
+      state.review = { id: p.review, reason: "human_task", node: ev.node, details: { prompt: p.prompt || "" } };
     }
     if (ev.type === "review_decided") state.review = null;
     if (ev.type === "edges_taken") (p.edges || []).forEach((i) => { state.edges[i] = (state.edges[i] || 0) + 1; });

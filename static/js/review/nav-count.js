@@ -1,0 +1,34 @@
+/* The navigation's inbox badge: the number of open review items, from GET /api/reviews, refreshed
+ * when the dashboard socket reports committed changes (dashboard/live_relay.py coalesces them to at
+ * most two messages a second) and polled only while that socket is down. */
+
+import { byId } from "../lib/dom.js";
+import { getJSON } from "../lib/api.js";
+import { debounce } from "../lib/format.js";
+import { openSocket } from "../lib/socket.js";
+
+const badge = byId("nav-review-count");
+const POLL_MS = 15000;
+
+async function refresh() {
+  try {
+    const data = await getJSON(badge.dataset.url + "?limit=0");
+    badge.textContent = String(data.open);
+    badge.dataset.count = String(data.open);
+    badge.hidden = false;
+    badge.classList.toggle("zero", data.open === 0);
+    badge.title = data.open + " open review item(s)";
+  } catch (e) { /* the next change or poll tries again */ }
+}
+
+if (badge) {
+  const soon = debounce(refresh, 250);
+  const sock = openSocket("/ws/dashboard/", {
+    onMessage: (data, s) => {
+      if (data.type === "hello") { s.connected = true; refresh(); }
+      else if (data.type === "changes") soon();
+    },
+  });
+  setInterval(() => { if (!sock.connected && !sock.stopped) refresh(); }, POLL_MS);
+  refresh();
+}
