@@ -3,8 +3,9 @@ from django.contrib import admin
 from django.contrib.auth import views as auth_views
 from django.contrib.staticfiles.urls import staticfiles_urlpatterns
 from django.urls import path
+from django.views.generic import RedirectView
 
-from dashboard import api, demo, editor, editor_api, instance_api, review_views, views
+from dashboard import api, demo, editor, editor_api, instance_api, review_views, token_views, v1, views
 from dashboard.login_throttle import ThrottledAdminAuthenticationForm, ThrottledAuthenticationForm
 
 # Both login pages say when a login is refused because of too many failures (dashboard/login_throttle.py).
@@ -44,6 +45,11 @@ urlpatterns = [
          name="login"),
     path("accounts/logout/", auth_views.LogoutView.as_view(), name="logout"),
     path("admin/", admin.site.urls),
+    # The versioned REST API (dashboard/v1/): its own URL conf, namespace "v1".
+    path("api/v1/", v1.urls()),
+    path("api/docs", RedirectView.as_view(url="/api/v1/docs"), name="api-docs"),
+    path("account/tokens/", token_views.token_list, name="api-tokens"),
+    path("account/tokens/<int:token_id>/revoke", token_views.revoke, name="api-token-revoke"),
     # Last among the API routes: an unknown /api/ path answers JSON, not the HTML 404 page.
     path("api/<path:rest>", api.not_found, name="api-not-found"),
 ]
