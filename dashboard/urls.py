@@ -2,7 +2,9 @@ from django.conf import settings
 from django.contrib import admin
 from django.contrib.auth import views as auth_views
 from django.contrib.staticfiles.urls import staticfiles_urlpatterns
+from django.http import HttpRequest, HttpResponse
 from django.urls import path
+from django.views.defaults import page_not_found
 from django.views.generic import RedirectView
 
 from dashboard import api, demo, editor, editor_api, instance_api, review_views, token_views, v1, views
@@ -64,3 +66,13 @@ if settings.STEADYFLOW["DEMO_ENDPOINTS"]:
         path("demo/ledger/<slug:action>", demo.ledger, name="demo-ledger"),
         path("demo/notify/<slug:action>", demo.ledger, name="demo-notify"),
     ]
+
+
+def handler404(request: HttpRequest, exception: Exception) -> HttpResponse:
+    """A path no pattern matches at all (the API's catch-alls do not match a newline, for one): the
+    v1 API still answers a problem document, the older API JSON."""
+    if request.path.startswith("/api/v1/"):
+        return v1.not_found(request)
+    if request.path.startswith("/api/"):
+        return api.not_found(request)
+    return page_not_found(request, exception)

@@ -56,3 +56,10 @@ def test_every_v1_error_is_a_problem(as_role: Any) -> None:
     body = assert_problem(api.post("validate", {}), 422)
     assert body["errors"] == [{"field": "body.graph", "message": "Field required"}]
     assert body["instance"] == "/api/v1/validate"
+
+
+def test_a_path_no_pattern_matches_is_still_a_problem(as_role: Any) -> None:
+    """Django's path converters do not match a newline: the 404 handler answers for the API too."""
+    assert_problem(as_role("operator").post("breakers/a%0Ab/reset"), 404, "no API endpoint")
+    assert Client().get("/api/a%0Ab")["Content-Type"] == "application/json"
+    assert Client().get("/nowhere%0A")["Content-Type"].startswith("text/html")
