@@ -32,10 +32,12 @@ class TokenForm(forms.Form):
         self.fields["scopes"].choices = [(s, s) for s in allowed]
 
 
+SHOW_ONCE = "steadyflow-new-api-token"
+
+
 @login_required
 def token_list(request: HttpRequest) -> HttpResponse:
     form = TokenForm(request.POST or None, user=request.user)
-    shown = None
     if request.method == "POST" and form.is_valid():
         days = form.cleaned_data["expires_in_days"]
         expires = timezone.now() + timedelta(days=int(days)) if days else None
@@ -44,9 +46,11 @@ def token_list(request: HttpRequest) -> HttpResponse:
         except ValueError as exc:
             form.add_error("scopes", str(exc))
         else:
-            # Shown in this response only: the database keeps its sha256, so it cannot be shown again.
-            shown = issued
-            form = TokenForm(user=request.user)
+            # Post/redirect/get, so a reload does not make a second token. The token rides in the session
+            # to the next GET, which takes it out: shown once, then only its sha256 is left anywhere.
+            request.session[SHOW_ONCE] = {"name": issued.token.name, "token": issued.plaintext}
+            return redirect("api-tokens")
+    shown = request.session.pop(SHOW_ONCE, None) if request.method == "GET" else None
     rows = ApiToken.objects.filter(user=request.user).order_by("-created_at")
     response = render(request, "dashboard/tokens.html", {
         "form": form, "shown": shown, "tokens": rows, "now": timezone.now(), "scopes": tokens.SCOPES,
