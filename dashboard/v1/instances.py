@@ -9,11 +9,12 @@ from __future__ import annotations
 
 import base64
 import binascii
-from datetime import datetime
+from datetime import UTC, datetime
 from typing import Any
 
 from django.http import HttpRequest
 from ninja import Field, Header, Query, Router, Schema, Status
+from pydantic import field_validator
 
 from dashboard import permissions
 from dashboard.api import MAX_IDEMPOTENCY_KEY, events_after, instance_json, start_workflow
@@ -96,6 +97,17 @@ class ListFilters(Schema):
     cursor: str | None = Field(None, max_length=100, description="`next_cursor` of the previous page.")
     limit: int = Field(50, ge=1, le=PAGE_MOST)
 
+    @field_validator("created_after", "created_before")
+    @classmethod
+    def in_utc(cls, value: datetime | None) -> datetime | None:
+        """In UTC (naive means UTC): PostgreSQL takes offsets only up to ±15:59, Python up to ±23:59."""
+        if value is None:
+            return None
+        try:
+            return value.replace(tzinfo=UTC) if value.tzinfo is None else value.astimezone(UTC)
+        except OverflowError:
+            raise ValueError("out of range once converted to UTC") from None
+
 
 def encode_cursor(last_id: int) -> str:
     return base64.urlsafe_b64encode(f"id:{last_id}".encode()).decode().rstrip("=")
@@ -105,7 +117,7 @@ def decode_cursor(cursor: str) -> int:
     try:
         text = base64.urlsafe_b64decode(cursor + "=" * (-len(cursor) % 4)).decode()
         kind, _, value = text.partition(":")
-        if kind != "id" or not value.isascii() or not value.isdecimal():
+        if kind != "id" or not value.isascii() or not value.isdecimal() or len(value) > 18:
             raise ValueError(text)
         return int(value)
     except (ValueError, binascii.Error, UnicodeDecodeError):
