@@ -15,6 +15,8 @@ import json
 import logging
 from typing import Any
 
+from django.conf import settings
+from django.core.exceptions import RequestDataTooBig
 from django.http import HttpRequest, HttpResponse
 from ninja.errors import AuthenticationError, HttpError, ValidationError
 
@@ -112,6 +114,11 @@ def install(api: Any) -> None:
     def on_not_found(request: HttpRequest, exc: Exception) -> HttpResponse:
         return response(request, 404, str(exc) or "not found")
 
+    def on_too_big(request: HttpRequest, exc: Exception) -> HttpResponse:
+        # ninja reads request.body before the parser (dashboard/v1/__init__.py) could say so itself.
+        return response(request, 413, f"the request body is too large ({settings.DATA_UPLOAD_MAX_MEMORY_SIZE} "
+                                      "bytes at most)")
+
     def on_unexpected(request: HttpRequest, exc: Exception) -> HttpResponse:
         # Logged with its traceback; the client gets no internals (they may hold secrets).
         log.exception("v1 API error on %s %s", request.method, request.path)
@@ -124,4 +131,5 @@ def install(api: Any) -> None:
     api.add_exception_handler(HttpError, on_http_error)
     api.add_exception_handler(ValidationError, on_validation)
     api.add_exception_handler(Http404, on_not_found)
+    api.add_exception_handler(RequestDataTooBig, on_too_big)
     api.add_exception_handler(Exception, on_unexpected)

@@ -63,3 +63,9 @@ def test_a_path_no_pattern_matches_is_still_a_problem(as_role: Any) -> None:
     assert_problem(as_role("operator").post("breakers/a%0Ab/reset"), 404, "no API endpoint")
     assert Client().get("/api/a%0Ab")["Content-Type"] == "application/json"
     assert Client().get("/nowhere%0A")["Content-Type"].startswith("text/html")
+
+
+def test_a_body_too_large_is_a_413_problem(as_role: Any, settings: Any) -> None:
+    settings.DATA_UPLOAD_MAX_MEMORY_SIZE = 200
+    body = assert_problem(as_role("viewer").post("validate", {"graph": {"nodes": ["x" * 300]}}), 413, "too large")
+    assert body["type"] == "urn:steadyflow:problem:too-large"
