@@ -4,7 +4,7 @@ VENV := .venv
 PY := $(VENV)/bin/python
 STAMP := $(VENV)/.installed-$(shell cksum pyproject.toml | cut -d' ' -f1)
 
-.PHONY: run test test-engine bench lint vendor install clean
+.PHONY: run test test-js test-engine bench lint vendor install clean
 
 install: $(STAMP)
 
@@ -19,9 +19,15 @@ $(STAMP): pyproject.toml
 run: install
 	$(PY) scripts/devrun.py run
 
-## The whole suite (starts a private Redis when REDIS_URL is unset).
+## The whole suite (starts a private Redis when REDIS_URL is unset), then the JavaScript unit tests.
 test: install
 	$(PY) scripts/devrun.py with-redis -- $(PY) -m pytest $(PYTEST_ARGS)
+	@$(MAKE) --no-print-directory test-js
+
+## The JavaScript unit tests: tests/js/*.test.mjs import the real modules of static/js (node --test).
+test-js: install
+	@if command -v node >/dev/null 2>&1; then node --test tests/js/; \
+	else echo "SKIPPED the JavaScript unit tests (tests/js): node is not installed (apt-get install nodejs)"; fi
 
 ## The engine suite only (engine, runtime and stores in process, workflows on real workers; no browser).
 test-engine: install

@@ -13,10 +13,12 @@ from django.http import Http404, HttpRequest, HttpResponse, JsonResponse
 from dashboard import permissions
 from workflows import runtime
 from workflows.api_shapes import run_summary
+from workflows.credentials import validate as validate_graph
 from workflows.engine import strict_json
-from workflows.engine.errors import GraphInvalid, PayloadTooLarge
+from workflows.engine.errors import ExpressionError, GraphInvalid, PayloadTooLarge
+from workflows.engine.functions import describe_functions
+from workflows.engine.inputs import InputInvalid
 from workflows.engine.nodes import known_kinds
-from workflows.engine.validation import validate_graph
 from workflows.models import WorkflowDefinition, WorkflowInstance
 
 View = Callable[..., JsonResponse]
@@ -113,7 +115,16 @@ def instance_json(instance: WorkflowInstance) -> dict[str, Any]:
 
 @api_view(("GET",), perm=permissions.VIEW_GRAPHS)
 def node_types(request: HttpRequest) -> JsonResponse:
-    return JsonResponse({"node_types": [kind.describe() for kind in known_kinds().values()]})
+    # With this deployment's defaults (the llm provider is `scripted` until a real one is configured).
+    engine = runtime.engine_config()
+    return JsonResponse({"node_types": [kind.describe(engine) for kind in known_kinds().values()]})
+
+
+@api_view(("GET",), perm=permissions.VIEW_GRAPHS)
+def functions(request: HttpRequest) -> JsonResponse:
+    """The python functions a `python` node may call: {"functions": [{"name", "doc"}]} (doc: the first
+    paragraph of the function's docstring)."""
+    return JsonResponse({"functions": describe_functions()})
 
 
 @api_view(("POST",), perm=permissions.VIEW_GRAPHS)
@@ -172,8 +183,24 @@ def start_workflow(slug: str, inputs: list[dict[str, Any]], keys: list[str | Non
         raise BadRequest(exc.message, 413) from None
     except GraphInvalid as exc:
         raise BadRequest("the saved graph is invalid", errors=[i.as_dict() for i in exc.issues]) from None
+    except InputInvalid as exc:
+        raise BadRequest(exc.message, **input_error_details(exc)) from None
+    except ExpressionError as exc:
+        # A start node's condition that cannot be decided on this input (a missing field, a limit):
+        # decided before the start's transaction, so nothing was created.
+        raise BadRequest(f"cannot start: {exc}") from None
     except ValueError as exc:  # one key twice
         raise BadRequest(str(exc)) from None
+
+
+def input_error_details(exc: InputInvalid) -> dict[str, Any]:
+    """What a 400 adds to name each field of the start input the workflow's declared input refuses:
+    {"message": "input.amount: must be a number", "error": (the same), "fields": {"amount": "must be a
+    number"}}, plus "index" (which input) for a bulk start."""
+    extra: dict[str, Any] = {"error": exc.message, "fields": exc.fields}
+    if exc.index is not None:
+        extra["index"] = exc.index
+    return extra
 
 
 def _body_object(request: HttpRequest) -> dict[str, Any]:

@@ -1,6 +1,6 @@
 """Pages of the workflow editor: the workflow list (create, duplicate, archive) and the editor itself.
 
-The editor page is one server-rendered shell plus static/js/editor.js, which talks to the JSON endpoints
+The editor page is one server-rendered shell plus the ES modules in static/js/editor/, which talks to the JSON endpoints
 in dashboard/editor_api.py and dashboard/api.py. The viewer role may look; the designers' permissions
 decide who may change anything (the page is read-only without them).
 """
@@ -21,8 +21,9 @@ from django.utils.text import slugify
 from django.views.decorators.http import require_http_methods, require_POST
 
 from dashboard import permissions
-from dashboard.editor_api import SAVE_PERM
+from dashboard.editor_api import SAVE_PERM, input_schema
 from dashboard.permissions import authorize
+from workflows.engine.inputs import INPUT_SHAPE
 from workflows.engine.validation import _EDGE_SHAPE, _NODE_SHAPE, _SETTINGS_SHAPE, QUEUES
 from workflows.models import WorkflowDefinition, WorkflowInstance, WorkflowVersion
 
@@ -184,13 +185,16 @@ def editor(request: HttpRequest, slug: str) -> HttpResponse:
             "version": reverse("api-editor-version", args=[slug, 0]).rsplit("/0", 1)[0] + "/",
             "diff": reverse("api-editor-diff", args=[slug]),
             "checkExpression": reverse("api-check-expression"),
+            "functions": reverse("api-functions"),
             "start": reverse("api-start", args=[slug]),
             "editor": reverse("workflow-editor", args=[slug]),
             "list": reverse("workflow-list"),
             "instance": reverse("instance", args=[0]).replace("/0/", "/{id}/"),
         },
         # The server's own shapes, so the side panel validates exactly what the validator will.
-        "shapes": {"node": _NODE_SHAPE, "edge": _EDGE_SHAPE, "settings": _SETTINGS_SHAPE},
+        "shapes": {"node": _NODE_SHAPE, "edge": _EDGE_SHAPE, "settings": _SETTINGS_SHAPE, "input": INPUT_SHAPE},
+        # The Run dialog's form: the latest version's declared start input (None: any JSON object).
+        "inputSchema": input_schema(latest.graph) if latest else None,
         "queues": list(QUEUES),
     }
     return render(request, "editor/editor.html", {"definition": definition, "config": config,

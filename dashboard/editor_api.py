@@ -101,25 +101,33 @@ def versions(request: HttpRequest, slug: str) -> JsonResponse:
         return _save(request, slug)
     definition = definition_or_404(slug)
     rows = definition.versions.select_related("created_by").annotate(n_instances=Count("instances"))
+    latest = definition.latest_version()
     return JsonResponse({
         "workflow": definition_json(definition),
         "versions": [version_summary(v, v.n_instances) for v in rows.order_by("-number")],
         "can_save": request.user.has_perm(SAVE_PERM),
+        # What the Run dialog asks for: the latest version's declared start input (None: any object).
+        "input_schema": input_schema(latest.graph) if latest else None,
     })
+
+
+def input_schema(graph: Any) -> dict[str, Any] | None:
+    """A version's declared start input (the graph's `input` JSON Schema), or None."""
+    schema = graph.get("input") if isinstance(graph, dict) else None
+    return schema if isinstance(schema, dict) else None
 
 
 def _save(request: HttpRequest, slug: str) -> JsonResponse:
     message = permissions.refusal(request.user, SAVE_PERM)
     if message is not None:
         return error(403, f"{message} to save")
-    version = save_new_version(slug, _body(request), request.user)
-    return JsonResponse({"workflow": definition_json(version.definition), "version": version_summary(version)},
-                        status=201)
+    return JsonResponse(saved_json(*save_new_version(slug, _body(request), request.user)), status=201)
 
 
-def save_new_version(slug: str, body: dict[str, Any], user: Any) -> WorkflowVersion:
+def save_new_version(slug: str, body: dict[str, Any], user: Any) -> tuple[WorkflowVersion, WorkflowVersion | None]:
     """Save `body["graph"]` as the workflow's next version (the editor's save and the v1 API's): a message
-    is required, and `base_version` must be the latest unless `force`. Raises BadRequest."""
+    is required, and `base_version` must be the latest unless `force`. Returns the new version and the one
+    "save anyway" saved over (None when the edit started from the latest). Raises BadRequest."""
     definition = definition_or_404(slug)
     if definition.archived:
         raise BadRequest(f"workflow {slug!r} is archived: unarchive it before saving", 409)
@@ -139,27 +147,55 @@ def save_new_version(slug: str, body: dict[str, Any], user: Any) -> WorkflowVers
         raise BadRequest("'description' must be a string")
     base = body.get("base_version")
     latest = definition.latest_version()
-    if not body.get("force") and (latest.number if latest else None) != base:
-        # Someone saved since this editor loaded: say who, so the designer can decide.
+    stale = (latest.number if latest else None) != base
+    if not body.get("force") and stale:
+        # Someone saved since this editor loaded: say who and what, so the designer can decide.
         who = _user_name(latest.created_by) if latest else None
         raise BadRequest(
             f"version {latest.number if latest else 'none'} was saved"
             f"{f' by {who}' if who else ''} after the version you started from "
             f"({base if base is not None else 'none'}): reload, or save anyway to replace it",
-            409, latest=version_summary(latest) if latest else None)
+            409, **conflict_details(definition, base, latest, graph))
     try:
-        return save_version(slug, graph, name=name.strip() if name else None, description=description,
-                            message=message.strip(), user=user)
+        version = save_version(slug, graph, name=name.strip() if name else None, description=description,
+                               message=message.strip(), user=user)
     except GraphInvalid as exc:
         raise BadRequest(f"the graph is invalid ({len(exc.issues)} problem{'s' if len(exc.issues) != 1 else ''})",
                          errors=[issue.as_dict() for issue in exc.issues]) from None
+    return version, latest if stale else None
+
+
+def saved_json(version: WorkflowVersion, replaced: WorkflowVersion | None) -> dict[str, Any]:
+    """The answer to a save: the workflow and the new version, and `replaced` when "save anyway" saved
+    over a version someone else saved after the one the edit started from."""
+    answer: dict[str, Any] = {"workflow": definition_json(version.definition), "version": version_summary(version)}
+    if replaced is not None:
+        answer["replaced"] = version_summary(replaced)
+    return answer
+
+
+def conflict_details(definition: WorkflowDefinition, base: Any, latest: WorkflowVersion | None,
+                     graph: dict[str, Any]) -> dict[str, Any]:
+    """What a save conflict shows: the version saved meanwhile (`latest`: number, author, time,
+    message, and its `graph`), what it changed from the version this editor started from
+    (`their_changes`, a graph diff; None when that version is unknown), and what saving anyway would
+    change in it (`your_changes`, a diff from `latest` to the graph being saved)."""
+    if latest is None:
+        return {"latest": None}
+    start = definition.versions.filter(number=base).first() if isinstance(base, int) else None
+    return {
+        "latest": {**version_summary(latest), "graph": latest.graph},
+        "their_changes": graph_diff(start.graph, latest.graph) if start is not None else None,
+        "your_changes": graph_diff(latest.graph, graph),
+    }
 
 
 @api_view(("GET",), perm=permissions.VIEW_GRAPHS)
 @_guarded
 def version_detail(request: HttpRequest, slug: str, number: int) -> JsonResponse:
     version = version_or_404(definition_or_404(slug), number)
-    return JsonResponse({**version_summary(version), "graph": version.graph})
+    return JsonResponse({**version_summary(version), "graph": version.graph,
+                         "input_schema": input_schema(version.graph)})
 
 
 @api_view(("POST",), perm=(permissions.VIEW_GRAPHS, SAVE_PERM))
@@ -201,8 +237,9 @@ NODE_IGNORED = {"id", "position"}
 def graph_diff(old: dict[str, Any], new: dict[str, Any]) -> dict[str, Any]:
     """Compare two graphs. Nodes match by id; edges by (source, target) in order, so an edge whose
     condition changed shows as changed rather than removed and added."""
-    old_nodes = {n["id"]: n for n in old.get("nodes") or [] if isinstance(n, dict) and "id" in n}
-    new_nodes = {n["id"]: n for n in new.get("nodes") or [] if isinstance(n, dict) and "id" in n}
+    # A graph being saved has not been validated yet: anything that is not a node or edge is skipped.
+    old_nodes = {n["id"]: n for n in _list(old.get("nodes")) if isinstance(n, dict) and isinstance(n.get("id"), str)}
+    new_nodes = {n["id"]: n for n in _list(new.get("nodes")) if isinstance(n, dict) and isinstance(n.get("id"), str)}
     changed = []
     moved = []
     for node_id in old_nodes.keys() & new_nodes.keys():
@@ -223,7 +260,7 @@ def graph_diff(old: dict[str, Any], new: dict[str, Any]) -> dict[str, Any]:
     def edge_json(edge: dict[str, Any]) -> dict[str, Any]:
         return {"source": edge.get("source"), "target": edge.get("target"), "when": edge.get("when") or None}
 
-    old_edges, new_edges = by_pair(old.get("edges") or []), by_pair(new.get("edges") or [])
+    old_edges, new_edges = by_pair(_list(old.get("edges"))), by_pair(_list(new.get("edges")))
     edges_added, edges_removed, edges_changed = [], [], []
     for pair in sorted(old_edges.keys() | new_edges.keys()):
         before, after = old_edges.get(pair, []), new_edges.get(pair, [])
@@ -244,7 +281,7 @@ def graph_diff(old: dict[str, Any], new: dict[str, Any]) -> dict[str, Any]:
         edges_removed += [edge_json(e) for e in rest_before[len(rest_after):]]
         edges_added += [edge_json(e) for e in rest_after[len(rest_before):]]
 
-    old_settings, new_settings = old.get("settings") or {}, new.get("settings") or {}
+    old_settings, new_settings = _dict(old.get("settings")), _dict(new.get("settings"))
     settings = {k: [old_settings.get(k), new_settings.get(k)] for k in sorted(old_settings.keys() | new_settings.keys())
                 if old_settings.get(k) != new_settings.get(k)}
     return {
@@ -253,14 +290,25 @@ def graph_diff(old: dict[str, Any], new: dict[str, Any]) -> dict[str, Any]:
                   "changed": sorted(changed, key=lambda c: c["id"]), "moved": sorted(moved)},
         "edges": {"added": edges_added, "removed": edges_removed, "changed": edges_changed},
         "settings": settings,
+        "input_changed": old.get("input") != new.get("input"),
         "identical": old == new,
     }
+
+
+def _list(value: Any) -> list[Any]:
+    return value if isinstance(value, list) else []
+
+
+def _dict(value: Any) -> dict[str, Any]:
+    return value if isinstance(value, dict) else {}
 
 
 @api_view(("POST",), perm=permissions.VIEW_GRAPHS)
 @_guarded
 def check_expression(request: HttpRequest) -> JsonResponse:
-    """Parse an edge condition (never evaluate it): the editor checks each one as it is typed."""
+    """Check an edge condition against the expression language as it is typed (parse, allow-list, and
+    its constant parts evaluated within the evaluation limits; never evaluated against data). A
+    refused condition is a 200 with valid: false and the reason; only a malformed request is a 4xx."""
     expression = _body(request).get("expression")
     if expression is None or (isinstance(expression, str) and not expression.strip()):
         return JsonResponse({"valid": True, "empty": True, "message": "no condition: the edge always fires"})

@@ -2,7 +2,7 @@
 
 The policy comes from settings.CONTENT_SECURITY_POLICY. Pages keep every script in static files and
 hand data to them through `json_script` blocks and data attributes, so no inline script and no eval
-is needed (the editor checks JSON Schemas with static/js/schema-check.js, not Ajv, which compiles
+is needed (the editor checks JSON Schemas with static/js/lib/schema-check.js, not Ajv, which compiles
 schemas with `new Function`).
 """
 

@@ -2,9 +2,14 @@
 
 from __future__ import annotations
 
+import base64
+import hashlib
+import ipaddress
+import os
 from pathlib import Path
 
 import dj_database_url
+from cryptography.fernet import Fernet
 from django.core.exceptions import ImproperlyConfigured
 
 from dashboard.env import env_bool, env_float, env_int, env_json, env_list, env_str, env_url
@@ -20,6 +25,23 @@ if not SECRET_KEY:
         raise ImproperlyConfigured("SECRET_KEY must be set when DEBUG is off (production); for development set "
                                    "DEBUG=1 (make run does)")
     SECRET_KEY = "steadyflow-insecure-development-key-change-me"  # noqa: S105 - DEBUG only
+# Credentials (workflows/credentials.py) are encrypted with these Fernet keys: the first encrypts, each
+# decrypts (rotation: put a new key first, `manage.py rotate_credentials`, then drop the old one).
+CREDENTIALS_KEYS = env_list("STEADYFLOW_CREDENTIALS_KEY", [])
+if not CREDENTIALS_KEYS:
+    if not DEBUG:
+        raise ImproperlyConfigured("STEADYFLOW_CREDENTIALS_KEY must be set when DEBUG is off (production): a "
+                                   "Fernet key, e.g. from python -c 'from cryptography.fernet import Fernet; "
+                                   "print(Fernet.generate_key().decode())'")
+    # Development only: derived from the (development) SECRET_KEY, so make run keeps its credentials.
+    CREDENTIALS_KEYS = [base64.urlsafe_b64encode(
+        hashlib.sha256(b"steadyflow-credentials:" + SECRET_KEY.encode()).digest()).decode()]
+for _position, _key in enumerate(CREDENTIALS_KEYS, 1):
+    try:
+        Fernet(_key.encode())
+    except ValueError:
+        raise ImproperlyConfigured(f"STEADYFLOW_CREDENTIALS_KEY: key {_position} is not a Fernet key (32 bytes, "
+                                   "url-safe base64)") from None
 ALLOWED_HOSTS = env_list("ALLOWED_HOSTS", ["localhost", "127.0.0.1", "[::1]"])
 CSRF_TRUSTED_ORIGINS = env_list("CSRF_TRUSTED_ORIGINS", [])
 # A failed CSRF check on /api/ answers JSON with a message, like every other API error.
@@ -41,6 +63,7 @@ INSTALLED_APPS = [
 ]
 
 MIDDLEWARE = [
+    "dashboard.access_log.AccessLogMiddleware",
     "django.middleware.security.SecurityMiddleware",
     "dashboard.security.ContentSecurityPolicyMiddleware",
     "dashboard.security.RejectNulMiddleware",
@@ -66,7 +89,10 @@ TEMPLATES = [
                 "django.template.context_processors.request",
                 "django.contrib.auth.context_processors.auth",
                 "django.contrib.messages.context_processors.messages",
+                "dashboard.meta.context",
             ],
+            # `|stamp`: every page shows a moment the same way (dashboard/templatetags/timestamps.py).
+            "builtins": ["dashboard.templatetags.timestamps"],
         },
     },
 ]
@@ -130,6 +156,25 @@ LOGIN_THROTTLE = {
     "MAX_FAILURES_PER_ADDRESS": env_int("STEADYFLOW_LOGIN_MAX_FAILURES_PER_ADDRESS", 20, minimum=1),
     "WINDOW_S": env_int("STEADYFLOW_LOGIN_LOCKOUT_S", 900, minimum=1),
 }
+# /metrics (README, Operating › Observability): a bearer token and/or client addresses (IPs or CIDRs).
+# With neither, only loopback may scrape, and only with DEBUG.
+METRICS_TOKEN = env_str("STEADYFLOW_METRICS_TOKEN", "")
+METRICS_ALLOW = env_list("STEADYFLOW_METRICS_ALLOW", [])
+# Where every process's metric values are written (prometheus_client's multiprocess mode); made here,
+# before any app (django-rq too) creates a metric in it.
+PROMETHEUS_MULTIPROC_DIR = env_str("PROMETHEUS_MULTIPROC_DIR", "")
+if PROMETHEUS_MULTIPROC_DIR:
+    from workflows import prometheus_dir
+    from workflows.logging_setup import process_kind
+
+    # Only the long-running processes write files there (web, workers, scheduler), not every command.
+    prometheus_dir.setup(PROMETHEUS_MULTIPROC_DIR, record=process_kind() in ("web", "worker", "scheduler"))
+for _network in METRICS_ALLOW:
+    try:
+        ipaddress.ip_network(_network, strict=False)
+    except ValueError:
+        raise ImproperlyConfigured(f"STEADYFLOW_METRICS_ALLOW={_network!r} is not valid: expected IP addresses "
+                                   "or CIDRs, comma-separated") from None
 LOGIN_URL = "/accounts/login/"
 LOGIN_REDIRECT_URL = "/"
 LOGOUT_REDIRECT_URL = "/accounts/login/"
@@ -170,6 +215,10 @@ STEADYFLOW = {
     # OpenAI-compatible LLM provider
     "LLM_BASE_URL": env_str("STEADYFLOW_LLM_BASE_URL", "https://api.openai.com/v1"),
     "LLM_API_KEY": env_str("STEADYFLOW_LLM_API_KEY", ""),
+    # The provider of an llm node that names none: `openai` once an endpoint or key is configured,
+    # else `scripted` (offline), so a node left at its default never calls a paid API by surprise.
+    "LLM_DEFAULT_PROVIDER": env_str("STEADYFLOW_LLM_DEFAULT_PROVIDER", "openai" if (
+        os.environ.get("STEADYFLOW_LLM_API_KEY") or os.environ.get("STEADYFLOW_LLM_BASE_URL")) else "scripted"),
     "LLM_MAX_IN_FLIGHT": env_int("STEADYFLOW_LLM_MAX_IN_FLIGHT", 500, minimum=1),
     "LLM_MAX_PER_PROVIDER": env_int("STEADYFLOW_LLM_MAX_PER_PROVIDER", 400, minimum=1),
     # ai consumer: on SIGTERM, in-flight jobs get this long to finish before their steps are given
@@ -215,8 +264,23 @@ STEADYFLOW = {
     # Fan-outs: the steps one transition makes due on one queue go out as one job per worker
     # listening there, at most this many steps a job (1 = a job per step).
     "BATCH_MAX": env_int("STEADYFLOW_BATCH_MAX", 20, minimum=1),
+    # Triggers and notifications (README, "Triggers and notifications")
+    # An incoming webhook's signed timestamp may be this far from now (replay window).
+    "WEBHOOK_REPLAY_WINDOW_S": env_float("STEADYFLOW_WEBHOOK_REPLAY_WINDOW_S", 300.0, minimum=1.0),
+    "WEBHOOK_MAX_BODY_BYTES": env_int("STEADYFLOW_WEBHOOK_MAX_BODY_BYTES", 262_144, minimum=1024),
+    # A schedule's tick is on time while at most this old; older due ticks were missed (catch-up policy).
+    "SCHEDULE_GRACE_S": env_float("STEADYFLOW_SCHEDULE_GRACE_S", 60.0, minimum=1.0),
+    # Links in notifications: the address users reach the dashboard at.
+    "BASE_URL": env_str("STEADYFLOW_BASE_URL", "http://127.0.0.1:8000"),
+    "NOTIFY_MAX_ATTEMPTS": env_int("STEADYFLOW_NOTIFY_MAX_ATTEMPTS", 8, minimum=1),
+    "NOTIFY_BACKOFF_S": env_float("STEADYFLOW_NOTIFY_BACKOFF_S", 30.0, minimum=0.0),
+    "NOTIFY_TIMEOUT_S": env_float("STEADYFLOW_NOTIFY_TIMEOUT_S", 10.0, minimum=0.1),
     # Small endpoints the examples call when run locally (make run turns them on).
     "DEMO_ENDPOINTS": env_bool("STEADYFLOW_DEMO_ENDPOINTS", False),
+    # Where the examples' declared input defaults send their http nodes (load_examples writes it into
+    # them): this server's demo endpoints. `make run` sets it to the port it took.
+    "DEMO_BASE_URL": env_str("STEADYFLOW_DEMO_BASE_URL", "http://127.0.0.1:8000"),
+    "CREDENTIALS_KEYS": CREDENTIALS_KEYS,
 }
 
 if STEADYFLOW["STORE"] not in ("sql", "orm"):
@@ -225,14 +289,28 @@ if STEADYFLOW["TTL_ACTION"] not in ("halt", "fail"):
     raise ImproperlyConfigured(f"STEADYFLOW_TTL_ACTION={STEADYFLOW['TTL_ACTION']!r} is not valid: "
                                "expected halt or fail")
 
+# Email notifications: Django's mail backend (SMTP by default; the console backend prints them).
+EMAIL_BACKEND = env_str("EMAIL_BACKEND", "django.core.mail.backends.smtp.EmailBackend")
+EMAIL_HOST = env_str("EMAIL_HOST", "localhost")
+EMAIL_PORT = env_int("EMAIL_PORT", 25, minimum=1)
+EMAIL_HOST_USER = env_str("EMAIL_HOST_USER", "")
+EMAIL_HOST_PASSWORD = env_str("EMAIL_HOST_PASSWORD", "")
+EMAIL_USE_TLS = env_bool("EMAIL_USE_TLS", False)
+DEFAULT_FROM_EMAIL = env_str("DEFAULT_FROM_EMAIL", "steadyflow@localhost")
+
 LOG_LEVEL = env_str("LOG_LEVEL", "INFO").upper()
 if LOG_LEVEL not in {"DEBUG", "INFO", "WARNING", "ERROR", "CRITICAL"}:
     raise ImproperlyConfigured(f"LOG_LEVEL={LOG_LEVEL!r} is not valid: expected DEBUG, INFO, WARNING or ERROR")
+# JSON lines (one object per line, for a log shipper) or readable lines; `make run` sets console.
+LOG_FORMAT = env_str("LOG_FORMAT", "json").strip().lower()
+if LOG_FORMAT not in {"json", "console"}:
+    raise ImproperlyConfigured(f"LOG_FORMAT={LOG_FORMAT!r} is not valid: expected json or console")
 LOGGING = {
     "version": 1,
     "disable_existing_loggers": False,
-    "formatters": {"plain": {"format": "%(asctime)s %(levelname)s %(name)s %(message)s"}},
-    "handlers": {"console": {"class": "logging.StreamHandler", "formatter": "plain"}},
+    # workflows/logging_setup.py: structlog renders every record, with the step a worker runs.
+    "formatters": {"structured": {"()": "workflows.logging_setup.formatter", "log_format": LOG_FORMAT}},
+    "handlers": {"console": {"class": "logging.StreamHandler", "formatter": "structured"}},
     "root": {"handlers": ["console"], "level": LOG_LEVEL},
     "loggers": {
         "rq.worker": {"level": "WARNING"},

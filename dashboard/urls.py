@@ -7,8 +7,23 @@ from django.urls import path
 from django.views.defaults import page_not_found
 from django.views.generic import RedirectView
 
-from dashboard import api, demo, editor, editor_api, instance_api, review_views, token_views, v1, views
+from dashboard import (
+    api,
+    credential_views,
+    demo,
+    editor,
+    editor_api,
+    instance_api,
+    meta,
+    report_views,
+    review_views,
+    token_views,
+    trigger_views,
+    v1,
+    views,
+)
 from dashboard.login_throttle import ThrottledAdminAuthenticationForm, ThrottledAuthenticationForm
+from dashboard.metrics_view import metrics_view
 
 # Both login pages say when a login is refused because of too many failures (dashboard/login_throttle.py).
 admin.site.login_form = ThrottledAdminAuthenticationForm
@@ -16,15 +31,22 @@ admin.site.login_form = ThrottledAdminAuthenticationForm
 urlpatterns = [
     path("", views.home, name="home"),
     path("healthz", views.healthz, name="healthz"),
+    path("metrics", metrics_view, name="metrics"),
     path("workflows/", editor.workflow_list, name="workflow-list"),
     path("workflows/<slug:slug>/", views.definition_detail, name="definition"),
     path("workflows/<slug:slug>/edit/", editor.editor, name="workflow-editor"),
     path("workflows/<slug:slug>/duplicate", editor.duplicate, name="workflow-duplicate"),
     path("workflows/<slug:slug>/archive", editor.archive, name="workflow-archive"),
+    path("workflows/<slug:slug>/triggers/", trigger_views.workflow_triggers, name="workflow-triggers"),
+    # Public, authenticated by its HMAC signature (workflows/triggers/signing.py), CSRF-exempt.
+    path("hooks/<slug:slug>/<str:hook_id>", trigger_views.webhook_receive, name="webhook-receive"),
     path("instances/", views.instance_list, name="instance-list"),
     path("instances/<int:instance_id>/", views.instance_detail, name="instance"),
+    path("instances/<int:instance_id>/report/", report_views.report_page, name="instance-report"),
     path("api/node-types", api.node_types, name="api-node-types"),
+    path("api/meta", meta.meta, name="api-meta"),
     path("api/validate", api.validate, name="api-validate"),
+    path("api/functions", api.functions, name="api-functions"),
     path("api/workflows/<slug:slug>/instances", api.start_instance, name="api-start"),
     path("api/workflows/<slug:slug>/instances/bulk", api.start_instances, name="api-start-many"),
     path("api/workflows/<slug:slug>/versions", editor_api.versions, name="api-editor-versions"),
@@ -35,12 +57,16 @@ urlpatterns = [
     path("api/expressions/check", editor_api.check_expression, name="api-check-expression"),
     path("api/instances/<int:instance_id>", api.instance, name="api-instance"),
     path("api/instances/<int:instance_id>/events", api.instance_events, name="api-instance-events"),
+    path("api/instances/<int:instance_id>/report", report_views.instance_report, name="api-instance-report"),
     path("api/instances/<int:instance_id>/steps", instance_api.instance_steps, name="api-instance-steps"),
     path("api/instances/<int:instance_id>/cancel", instance_api.cancel, name="api-instance-cancel"),
     path("api/instances/<int:instance_id>/retry", instance_api.retry, name="api-instance-retry"),
     path("api/instances/<int:instance_id>/rerun", instance_api.rerun, name="api-instance-rerun"),
     path("api/instances/<int:instance_id>/review", instance_api.review_decide, name="api-instance-review"),
     path("api/dashboard", instance_api.dashboard_stats, name="api-dashboard"),
+    path("credentials/", credential_views.credential_list, name="credential-list"),
+    path("credentials/<str:name>/", credential_views.credential_edit, name="credential-edit"),
+    path("credentials/<str:name>/delete", credential_views.credential_delete, name="credential-delete"),
     path("review/", review_views.review_list, name="review-list"),
     path("review/<int:item_id>/", review_views.review_detail, name="review-detail"),
     path("accounts/login/", auth_views.LoginView.as_view(authentication_form=ThrottledAuthenticationForm),

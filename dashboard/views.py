@@ -2,12 +2,15 @@
 
 from __future__ import annotations
 
+import json
 from datetime import UTC, date, datetime, time, timedelta
 from typing import Any
 from urllib.parse import urlencode
 
 from django.core.paginator import Paginator
 from django.db import connection
+from django.db.models import Q, TextField
+from django.db.models.functions import Cast
 from django.http import HttpRequest, HttpResponse, JsonResponse
 from django.shortcuts import get_object_or_404, render
 from django.urls import NoReverseMatch, reverse
@@ -30,7 +33,39 @@ def home(request: HttpRequest) -> HttpResponse:
     """The operations dashboard: figures come from /api/dashboard and refresh over the `dashboard` group."""
     from dashboard.instance_api import compute_stats
 
-    return render(request, "dashboard/home.html", {"stats": compute_stats()})
+    return render(request, "dashboard/home.html", {"stats": compute_stats(), "first_run": first_run(request)})
+
+
+def first_run(request: HttpRequest) -> dict[str, Any] | None:
+    """What a newcomer's dashboard (no instance yet) offers: the examples that are loaded, each to run
+    with its declared defaults or open in the editor, and what to do when none is loaded."""
+    if WorkflowInstance.objects.exists():
+        return None
+    from workflows.examples import example_files, load_example
+
+    slugs = [load_example(path).get("slug") for path in example_files()]
+    definitions = {d.slug: d for d in WorkflowDefinition.objects.filter(slug__in=slugs, archived=False)}
+    examples = []
+    for slug in slugs:
+        definition = definitions.get(slug)
+        latest = definition.latest_version() if definition else None
+        if definition is None or latest is None:
+            continue
+        graph = latest.graph if isinstance(latest.graph, dict) else {}
+        declared = ((graph.get("input") or {}).get("properties") or {})
+        defaults = {name: field["default"] for name, field in declared.items()
+                    if isinstance(field, dict) and "default" in field}
+        waits_for_human = any(isinstance(n, dict) and n.get("type") == "human" for n in graph.get("nodes") or [])
+        examples.append({
+            "slug": slug, "name": definition.name, "description": definition.description,
+            "defaults": json.dumps(defaults, ensure_ascii=False), "human": waits_for_human,
+            "start_url": reverse("api-start", args=[slug]), "editor_url": reverse("workflow-editor", args=[slug]),
+        })
+    return {
+        "examples": examples,
+        "can_start": request.user.has_perm(permissions.START),
+        "can_create": request.user.has_perm(permissions.CREATE_WORKFLOW),
+    }
 
 
 @authorize(permissions.VIEW_GRAPHS, permissions.VIEW_INSTANCES)
@@ -52,8 +87,14 @@ def instance_detail(request: HttpRequest, instance_id: int) -> HttpResponse:
 
 @authorize(permissions.VIEW_INSTANCES)
 def instance_list(request: HttpRequest) -> HttpResponse:
-    """Every instance, filtered (workflow, status, dates, halt reason), searched by id or trace id, paginated."""
-    return render(request, "dashboard/instances.html", _instance_list_context(request))
+    """Every instance, filtered (workflow, status, dates, halt reason), searched by id, trace id or text in
+    the input or context, paginated; `?format=json` answers the same page as JSON for the live refresh."""
+    if request.GET.get("format") == "json":
+        return instance_rows_json(request)
+    context = _instance_list_context(request)
+    context["any_instance"] = bool(context["page"].paginator.count) or WorkflowInstance.objects.exists()
+    context["search_newest"] = SEARCH_NEWEST
+    return render(request, "dashboard/instances.html", context)
 
 
 def _instance_page_context(request: HttpRequest, instance: WorkflowInstance) -> dict[str, Any]:
@@ -135,6 +176,12 @@ def _instance_list_context(request: HttpRequest) -> dict[str, Any]:
         versions = list(WorkflowVersion.objects.filter(definition__slug=filters["workflow"])
                         .values_list("pk", flat=True))
         instances = instances.filter(version_id__in=versions)
+    statuses = [status.value for status in InstanceStatus]
+    if filters["status"] and filters["status"] not in statuses:
+        # An unknown status used to filter down to nothing without a word.
+        errors.append(f"'status' must be one of {', '.join(statuses)}, not {filters['status']!r}: showing every "
+                      "status")
+        filters["status"] = ""
     if filters["status"]:
         instances = instances.filter(status=filters["status"])
     if filters["reason"]:
@@ -146,12 +193,16 @@ def _instance_list_context(request: HttpRequest) -> dict[str, Any]:
     if end:
         instances = instances.filter(created_at__lt=end + timedelta(days=1))
     query = filters["q"].lstrip("#")
+    if len(query) > SEARCH_MOST_CHARS:
+        errors.append(f"the search text is cut to its first {SEARCH_MOST_CHARS} characters")
+        query = query[:SEARCH_MOST_CHARS]
     if query:
         if query.isascii() and query.isdecimal() and len(query) < 19:  # not "²", which int() refuses
             instances = instances.filter(pk=int(query))
         else:
-            # A whole traceparent, or just its 32-hex trace id: both are substrings of the stored value.
-            instances = instances.filter(trace_id__contains=query.lower())
+            # A whole traceparent, or just its 32-hex trace id (substrings of the stored value), or
+            # text in the start input or the context.
+            instances = instances.filter(Q(trace_id__contains=query.lower()) | json_text_matches(query))
     paginator = Paginator(instances.select_related("version__definition").order_by("-id"), INSTANCE_PAGE_SIZE)
     page = paginator.get_page(get.get("page"))
     kept = {k: v for k, v in filters.items() if v}
@@ -161,9 +212,47 @@ def _instance_list_context(request: HttpRequest) -> dict[str, Any]:
         "errors": errors,
         "query_string": urlencode(kept),
         "workflows": WorkflowDefinition.objects.order_by("slug").values_list("slug", flat=True),
-        "statuses": [status.value for status in InstanceStatus],
+        "statuses": statuses,
         "reasons": sorted(set(KNOWN_REASONS) | ({filters["reason"]} if filters["reason"] else set())),
     }
+
+
+SEARCH_MOST_CHARS = 200
+# The input/context text search reads each candidate row's JSON: it is bounded to the newest instances
+# (a primary-key range, so the index limits the rows read) rather than the whole table.
+SEARCH_NEWEST = 20_000
+
+
+def json_text_matches(query: str) -> Q:
+    """Instances among the newest SEARCH_NEWEST whose input or context, as JSON text, contains `query`
+    (case-insensitive). PostgreSQL: the jsonb cast to text. SQLite: the stored JSON text, where Django
+    escaped non-ASCII characters and quotes (json.dumps), so the escaped form is searched too."""
+    newest = WorkflowInstance.objects.order_by("-pk").values_list("pk", flat=True).first() or 0
+    forms = {query, json.dumps(query)[1:-1]}
+    text = Q()
+    for form in forms:
+        text |= Q(input_text__icontains=form) | Q(context_text__icontains=form)
+    ids = (WorkflowInstance.objects.filter(pk__gt=newest - SEARCH_NEWEST)
+           .annotate(input_text=Cast("input", TextField()), context_text=Cast("context", TextField()))
+           .filter(text).values("pk"))
+    return Q(pk__in=ids)
+
+
+def instance_rows_json(request: HttpRequest) -> JsonResponse:
+    """The instance list's current page as JSON (`?format=json`, what the page's script refreshes from)."""
+    from dashboard.templatetags.timestamps import stamp
+
+    context = _instance_list_context(request)
+    page = context["page"]
+    return JsonResponse({
+        "count": page.paginator.count, "page": page.number, "pages": page.paginator.num_pages,
+        "errors": context["errors"],
+        "instances": [{
+            "id": i.pk, "url": reverse("instance", args=[i.pk]), "workflow": i.version.definition.slug,
+            "version": i.version.number, "status": i.status, "reason": i.halt_reason,
+            "created_at": stamp(i.created_at), "finished_at": stamp(i.finished_at), "trace_id": i.trace_id,
+        } for i in page.object_list],
+    })
 
 
 def healthz(request: HttpRequest) -> JsonResponse:

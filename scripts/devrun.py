@@ -287,11 +287,16 @@ def run(load_examples: bool = True) -> int:
     os.environ["STEADYFLOW_HTTP_ALLOWLIST"] = ",".join(filter(None, [allow, f"127.0.0.1:{port}",
                                                                       f"localhost:{port}"]))
     os.environ.setdefault("STEADYFLOW_DEMO_ENDPOINTS", "1")
+    # The examples' input defaults point at those endpoints on the port taken (load_examples).
+    os.environ.setdefault("STEADYFLOW_DEMO_BASE_URL", f"http://127.0.0.1:{port}")
+    os.environ.setdefault("LOG_FORMAT", "console")
+    metrics_dir = fresh_metrics_dir()
     procs: list[subprocess.Popen[bytes]] = []
     redis: subprocess.Popen[bytes] | None = None
     children: dict[str, subprocess.Popen[bytes]] = {}
     specs = {
-        "web (daphne)": ["daphne", "-b", "127.0.0.1", "-p", str(port), "dashboard.asgi:application"],
+        # -v 0: no plain access log on stdout; the app logs each request as a structured line.
+        "web (daphne)": ["daphne", "-v", "0", "-b", "127.0.0.1", "-p", str(port), "dashboard.asgi:application"],
         "worker ai": [PY, "manage.py", "run_worker", "ai"],
         "worker io": [PY, "manage.py", "run_worker", "io"],
         "worker default": [PY, "manage.py", "run_worker", "default"],
@@ -337,6 +342,29 @@ def run(load_examples: bool = True) -> int:
         return 0
     finally:
         shutdown(procs, redis)
+        clear_metrics_dir(metrics_dir, remove=True)
+
+
+def fresh_metrics_dir() -> Path:
+    """Every process writes its metric values here (prometheus_client's multiprocess mode) and the
+    web's /metrics adds them up. Emptied at start: values of processes from an earlier run would be
+    added in (their counters would never reset); removed at stop."""
+    directory = Path(os.environ.get("PROMETHEUS_MULTIPROC_DIR") or VAR / "prometheus")
+    directory.mkdir(parents=True, exist_ok=True)
+    clear_metrics_dir(directory)
+    os.environ["PROMETHEUS_MULTIPROC_DIR"] = str(directory)
+    return directory
+
+
+def clear_metrics_dir(directory: Path, *, remove: bool = False) -> None:
+    """Delete the values files prometheus_client wrote (only those: the directory may be the user's)."""
+    for values in directory.glob("*.db"):
+        values.unlink(missing_ok=True)
+    if remove:
+        try:
+            directory.rmdir()
+        except OSError:
+            pass  # not empty: something else lives there
 
 
 def spawn(spec: list[str]) -> subprocess.Popen[bytes]:

@@ -211,3 +211,10 @@ def chain(*nodes: dict[str, Any], settings: dict[str, Any] | None = None) -> dic
     if settings:
         graph["settings"] = settings
     return graph
+
+
+def past_deadline(instance: Any) -> Any:
+    """A moment just past the instance's TTL deadline: expire it without waiting on the wall clock."""
+    from datetime import timedelta
+
+    return instance.deadline + timedelta(seconds=1)

@@ -14,13 +14,16 @@ from django.utils import timezone
 from django.utils.html import format_html
 from django.utils.timesince import timesince
 
-from workflows import breakers, review
+from workflows import breakers, llm_cache, review
+from workflows.credential_forms import CredentialForm
 from workflows.forms import ReviewDecisionForm
 from workflows.models import (
     AuditEntry,
     BreakerState,
     Checkpoint,
+    Credential,
     Event,
+    LLMCacheEntry,
     ReviewItem,
     StepRun,
     WorkflowDefinition,
@@ -44,8 +47,27 @@ class DefinitionAdmin(admin.ModelAdmin):
     inlines = [VersionInline]
 
 
+class RuntimeRecordAdmin(admin.ModelAdmin):
+    """The engine's own records: written by the runtime in one transaction with their events and
+    checkpoint, never by hand. Adding one from the admin used to fail with a 500 (columns only the
+    runtime fills); changing or deleting one would break the history every page replays."""
+
+    def has_add_permission(self, request: HttpRequest) -> bool:
+        return False
+
+    def has_change_permission(self, request: HttpRequest, obj: Any = None) -> bool:
+        return False
+
+
+class HistoryAdmin(RuntimeRecordAdmin):
+    """Step runs, events and checkpoints: the history itself cannot be deleted piecemeal either."""
+
+    def has_delete_permission(self, request: HttpRequest, obj: Any = None) -> bool:
+        return False
+
+
 @admin.register(WorkflowInstance)
-class InstanceAdmin(admin.ModelAdmin):
+class InstanceAdmin(RuntimeRecordAdmin):
     list_display = ("id", "version", "status", "halt_reason", "loop_count", "created_at")
     list_filter = ("status", "halt_reason")
     search_fields = ("=id", "trace_id")
@@ -54,7 +76,7 @@ class InstanceAdmin(admin.ModelAdmin):
 
 
 @admin.register(StepRun)
-class StepRunAdmin(admin.ModelAdmin):
+class StepRunAdmin(HistoryAdmin):
     list_display = ("id", "instance", "node_id", "visit", "attempt", "status", "queue", "worker")
     list_filter = ("status", "queue")
     search_fields = ("=instance__id", "node_id", "idempotency_key")
@@ -62,14 +84,14 @@ class StepRunAdmin(admin.ModelAdmin):
 
 
 @admin.register(Event)
-class EventAdmin(admin.ModelAdmin):
+class EventAdmin(HistoryAdmin):
     list_display = ("instance", "seq", "type", "node_id", "created_at")
     list_filter = ("type",)
     readonly_fields = [f.name for f in Event._meta.fields]
 
 
 @admin.register(Checkpoint)
-class CheckpointAdmin(admin.ModelAdmin):
+class CheckpointAdmin(HistoryAdmin):
     list_display = ("instance", "seq", "checksum", "created_at")
     readonly_fields = [f.name for f in Checkpoint._meta.fields]
 
@@ -89,6 +111,14 @@ def _bulk(request: HttpRequest, queryset: Any, action: str) -> None:
         messages.success(request, f"{action}: {done} item(s) decided")
     for problem in problems:
         messages.error(request, problem)
+
+
+def _note_new_items(request: HttpRequest, decided: ReviewItem) -> None:
+    """A decided item leaves the open list, but a resumed instance may halt again at once (a loop that
+    keeps looping): its new item looks like the old one still there. Say so."""
+    for other in ReviewItem.objects.filter(instance_id=decided.instance_id, status="open").exclude(pk=decided.pk):
+        messages.warning(request, f"instance #{decided.instance_id} is waiting for review again: item {other.pk} "
+                                  f"({other.reason})")
 
 
 @admin.register(ReviewItem)
@@ -159,6 +189,7 @@ class ReviewItemAdmin(admin.ModelAdmin):
                 messages.error(request, str(exc))
             else:
                 messages.success(request, f"review item {item.pk}: {form.cleaned_data['action']} applied")
+                _note_new_items(request, item)
                 return HttpResponseRedirect(reverse("admin:workflows_reviewitem_changelist"))
         context = {**self.admin_site.each_context(request), "title": f"Decide: {item}", "item": item, "form": form,
                    "opts": self.model._meta, "events": item.instance.events.order_by("-seq")[:30]}
@@ -197,8 +228,59 @@ class BreakerStateAdmin(admin.ModelAdmin):
     readonly_fields = [f.name for f in BreakerState._meta.fields]
     actions = ["reset_selected"]
 
+    def has_add_permission(self, request: HttpRequest) -> bool:
+        # A row per provider key is made by the first call through it; an empty form made a keyless one.
+        return False
+
     @admin.action(description="Close (reset) the selected breakers", permissions=["change"])
     def reset_selected(self, request: HttpRequest, queryset: Any) -> None:
         for row in queryset:
             breakers.reset(row.key)
         messages.success(request, f"reset {queryset.count()} breaker(s)")
+
+
+@admin.register(Credential)
+class CredentialAdmin(admin.ModelAdmin):
+    """Values are write-only here as on the dashboard's page: the form never shows one, the list and
+    the history name the credential only."""
+
+    form = CredentialForm
+    list_display = ("name", "kind", "base_url", "updated_at", "updated_by")
+    list_filter = ("kind",)
+    search_fields = ("name", "description")
+    fields = ("name", "kind", "value", "base_url", "allowed_models_text", "description")
+
+    def save_model(self, request: HttpRequest, obj: Credential, form: Any, change: bool) -> None:
+        obj.updated_at = timezone.now()
+        obj.updated_by = request.user if request.user.is_authenticated else None
+        super().save_model(request, obj, form, change)
+
+
+@admin.register(LLMCacheEntry)
+class LLMCacheEntryAdmin(admin.ModelAdmin):
+    """Stored llm replies (workflows/llm_cache.py): read-only; operators delete or clear them."""
+
+    list_display = ("workflow", "node_id", "key_prefix", "created_at", "expires_at", "hits", "source_step")
+    list_filter = ("workflow",)
+    readonly_fields = [f.name for f in LLMCacheEntry._meta.fields]
+    actions = ["clear_workflows"]
+
+    @admin.display(description="key")
+    def key_prefix(self, obj: LLMCacheEntry) -> str:
+        return obj.key[:12]
+
+    def has_add_permission(self, request: HttpRequest) -> bool:
+        return False
+
+    def has_change_permission(self, request: HttpRequest, obj: Any = None) -> bool:
+        return False
+
+    @admin.action(description="Clear the whole cache of the selected entries' workflows", permissions=["delete"])
+    def clear_workflows(self, request: HttpRequest, queryset: Any) -> None:
+        slugs = sorted(set(queryset.values_list("workflow__slug", flat=True)))
+        deleted = sum(llm_cache.clear(workflow_slug=slug) for slug in slugs)
+        messages.success(request, f"cleared {deleted} cached repl(ies) of {', '.join(slugs) or 'no workflow'}")
+
+
+# Triggers and notifications register their own ModelAdmins.
+import workflows.triggers.admin  # noqa: E402, F401

@@ -57,7 +57,7 @@ from django.core.management.base import CommandError
 from django.db import close_old_connections, connections
 from django.utils import timezone
 
-from workflows import breakers, dispatch, rq_adapter, runtime
+from workflows import breakers, dispatch, metrics, rq_adapter, runtime
 from workflows.engine import providers
 from workflows.engine.errors import StepTimeout
 from workflows.groupcommit import GroupCommits
@@ -372,6 +372,7 @@ class AIConsumer:
         ran = 0
         while claim is not None:
             job.claim = claim
+            runtime.current_step.set(claim)  # this task's log lines name the step
             outcome = await self._attempt(job, claim)
             if outcome is None:
                 await self._in(self.db, runtime.release_step, claim, RELEASE_REASON)
@@ -403,22 +404,21 @@ class AIConsumer:
     async def _attempt(self, job: _InFlight, claim: runtime.Claim) -> runtime.Outcome | None:
         """One attempt of a claimed step, as runtime.run_claimed runs it; None when the consumer is
         stopping and the call was cancelled (or not started): the step is then released."""
-        try:
-            call = await self._in(self.db, runtime.build_call, claim)
-        except Exception as exc:  # noqa: BLE001 - mapped exactly as run_claimed maps it
-            return runtime.Outcome(error=runtime.as_step_error(exc))
-        if self._releasing:
-            return None
         timeout = runtime.timeout_for(claim)
         kind = claim.kind
-        handler: asyncio.Future[Any]
-        if kind.is_async:
-            handler = asyncio.ensure_future(kind.arun(call))
-        else:
-            handler = self._in(self.sync, kind.run, call)
-        job.handler = handler
+        handler: asyncio.Future[Any] | None = None
+        metrics.LLM_IN_FLIGHT.inc()
         try:
+            # The config's templates render inside the step's time limit, as in run_claimed.
             async with asyncio.timeout(timeout):
+                call = await self._in(self.db, runtime.build_call, claim)
+                if self._releasing:
+                    return None
+                if kind.is_async:
+                    handler = asyncio.ensure_future(kind.arun(call))
+                else:
+                    handler = self._in(self.sync, kind.run, call)
+                job.handler = handler
                 result = await handler
         except TimeoutError:
             # time_limit's message in the synchronous workers.
@@ -426,13 +426,15 @@ class AIConsumer:
             return runtime.Outcome(error=StepTimeout(message))
         except asyncio.CancelledError:
             task = asyncio.current_task()
-            if self._releasing and handler.cancelled() and task is not None and not task.cancelling():
+            if (self._releasing and handler is not None and handler.cancelled() and task is not None
+                    and not task.cancelling()):
                 return None
             raise
         except Exception as exc:  # noqa: BLE001 - a failing node must never take the consumer down
             return runtime.Outcome(error=runtime.as_step_error(exc))
         finally:
             job.handler = None
+            metrics.LLM_IN_FLIGHT.dec()
         return runtime.Outcome(result=result)
 
     # --- Periodic work --------------------------------------------------------------------------

@@ -12,6 +12,10 @@ class WorkflowsConfig(AppConfig):
         from workflows.examples import functions  # noqa: F401
 
         self._import_extra_functions()
+        # Metrics in every process; spans only when an OTLP endpoint is configured.
+        from workflows import observability
+
+        observability.install()
 
     @staticmethod
     def _import_extra_functions() -> None:

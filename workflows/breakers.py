@@ -16,7 +16,8 @@ open -> half-open -> closed) happens on it under its row lock. What stays in the
 Keys are bounded (issue 10): the provider is `openai` or `scripted`, and a model has a breaker of
 its own only when the operator declared it (a key of `STEADYFLOW_LLM_PRICES`, or the default model)
 and its name is short and plain; any other model name, e.g. one a template rendered from input,
-shares `<provider>:*`.
+shares `<provider>:*`. A node with an LLM provider credential counts against
+`credential:<name>:<model>` for the models the credential allows, `credential:<name>:*` otherwise.
 """
 
 from __future__ import annotations
@@ -36,6 +37,8 @@ from django.utils import timezone
 
 from workflows.engine import breaker as logic
 from workflows.engine.breaker_local import LocalCounts
+from workflows.engine.nodes.llm import provider_of
+from workflows.engine.secrets import ProviderAccount
 from workflows.models import BreakerState
 
 log = logging.getLogger("steadyflow.breakers")
@@ -63,10 +66,17 @@ def _cache_s() -> float:
     return float(settings.STEADYFLOW.get("BREAKER_CACHE_S", 0.25))
 
 
-def provider_key(config: dict[str, Any]) -> str:
-    """The breaker an llm node's call counts against (`config` is the rendered node config)."""
-    if config.get("provider") == "scripted":
+def provider_key(config: dict[str, Any], account: ProviderAccount | None = None) -> str:
+    """The breaker an llm node's call counts against (`config` is the rendered node config;
+    `account` its provider credential, whose allowed models bound the keys it makes)."""
+    default = settings.STEADYFLOW.get("LLM_DEFAULT_PROVIDER", "scripted")
+    if account is None and provider_of(config, default) == "scripted":
         return "scripted"
+    if account is not None:
+        model = str(config.get("model") or DEFAULT_MODEL)
+        if model in account.models and _MODEL_NAME.fullmatch(model):
+            return f"credential:{account.name}:{model}"
+        return f"credential:{account.name}:{OTHER_MODELS}"
     # Anything else is sent to the OpenAI-compatible endpoint (see LLM._call_provider).
     model = str(config.get("model") or DEFAULT_MODEL)
     declared = {name for name in settings.STEADYFLOW.get("LLM_PRICES", {}) if name != "*"} | {DEFAULT_MODEL}

@@ -20,4 +20,7 @@ def check_engine_settings(app_configs: Any, **kwargs: Any) -> list[checks.CheckM
     if not base.startswith(("http://", "https://")):
         messages.append(checks.Error(f"STEADYFLOW_LLM_BASE_URL={base!r} must be an http(s) URL",
                                      id="steadyflow.E001"))
+    if engine["LLM_DEFAULT_PROVIDER"] not in ("openai", "scripted"):
+        messages.append(checks.Error(f"STEADYFLOW_LLM_DEFAULT_PROVIDER={engine['LLM_DEFAULT_PROVIDER']!r} must be "
+                                     "openai or scripted", id="steadyflow.E002"))
     return messages

@@ -8,11 +8,11 @@ from django.db import transaction
 from django.db.models import Max
 from django.utils.text import slugify
 
+from workflows.credentials import validate as validate_graph
 from workflows.engine.errors import GraphInvalid, GraphIssue
-from workflows.engine.validation import validate_graph
 from workflows.models import WorkflowDefinition, WorkflowVersion
 
-GRAPH_KEYS = ("nodes", "edges", "settings")
+GRAPH_KEYS = ("nodes", "edges", "settings", "input")
 META_KEYS = ("slug", "name", "description")
 
 

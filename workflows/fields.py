@@ -33,3 +33,28 @@ class TolerantDecimalField(models.DecimalField):
     def deconstruct(self) -> Any:
         name, _path, args, kwargs = super().deconstruct()
         return name, "django.db.models.DecimalField", args, kwargs
+
+
+class EncryptedTextField(models.TextField):
+    """Text encrypted at rest with the credentials keys (Fernet, STEADYFLOW_CREDENTIALS_KEY; see
+    workflows/credentials.py): the model attribute holds the clear value, the column only the token.
+
+    For secrets the server must read back in clear, where a hash would not do: a webhook's HMAC key
+    signs and verifies requests. Tokens differ on every save, so the column cannot be filtered on;
+    `manage.py rotate_credentials` re-encrypts these columns with the first key, as it does credentials.
+    """
+
+    def from_db_value(self, value: Any, expression: Any, connection: Any) -> Any:
+        if not value:
+            return value
+        from workflows.credentials import decrypt
+
+        return decrypt(value)
+
+    def get_prep_value(self, value: Any) -> Any:
+        value = super().get_prep_value(value)
+        if not value:
+            return value
+        from workflows.credentials import encrypt
+
+        return encrypt(value)

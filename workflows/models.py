@@ -102,7 +102,8 @@ class WorkflowInstance(models.Model):
     open_steps = models.IntegerField(default=0)  # steps not yet finished: 0 and an end reached = done
     event_seq = models.PositiveIntegerField(default=0)
     trace_id = models.CharField(max_length=55, default=new_trace_id)
-    idempotency_key = models.CharField(max_length=200, null=True, blank=True, unique=True)
+    # Unique per definition (Meta.constraints): the same key on another workflow is another start.
+    idempotency_key = models.CharField(max_length=200, null=True, blank=True)
     halt_reason = models.CharField(max_length=32, blank=True)
     error = models.JSONField(null=True, blank=True)
     tokens = models.PositiveBigIntegerField(default=0)
@@ -114,6 +115,11 @@ class WorkflowInstance(models.Model):
     created_at = models.DateTimeField(default=timezone.now, db_index=True)
     updated_at = models.DateTimeField(default=timezone.now)
     finished_at = models.DateTimeField(null=True, blank=True)
+    # The version's definition, kept on the row so the idempotency key can be unique per definition.
+    # Last, so the SQL stores' column list (store/statements.py) only grew at its end. No index of
+    # its own: the unique (definition, idempotency_key) index leads with it.
+    definition = models.ForeignKey(WorkflowDefinition, on_delete=models.PROTECT, related_name="+",
+                                   db_index=False)
 
     class Meta:
         ordering = ["-id"]
@@ -121,14 +127,20 @@ class WorkflowInstance(models.Model):
             models.Index(fields=["status", "deadline"], name="instance_status_deadline"),
             models.Index(fields=["trace_id"], name="instance_trace_id"),  # search by trace id
         ]
+        constraints = [
+            # A repeated key returns the instance it started, on its own workflow only (rows without a
+            # key are NULL there, which never conflicts).
+            models.UniqueConstraint(fields=["definition", "idempotency_key"], name="unique_instance_idempotency_key"),
+        ]
         permissions = [("operate_workflowinstance", "Can cancel, retry and decide reviews of instances")]
 
     def __str__(self) -> str:
         return f"instance {self.pk} ({self.status})"
 
-    @property
-    def definition(self) -> WorkflowDefinition:
-        return self.version.definition
+    def save(self, *args: Any, **kwargs: Any) -> None:
+        if self.definition_id is None and self.version_id is not None:
+            self.definition = self.version.definition  # the one it runs; bulk starts set it themselves
+        super().save(*args, **kwargs)
 
     @property
     def is_final(self) -> bool:
@@ -322,3 +334,77 @@ class BreakerState(models.Model):
 
     def __str__(self) -> str:
         return f"{self.key}: {self.state}"
+
+
+class CredentialKind(models.TextChoices):
+    SECRET = "secret", "Secret (referenced as {{ secrets.NAME }})"
+    LLM_PROVIDER = "llm_provider", "LLM provider (base URL, key, models)"
+
+
+class Credential(models.Model):
+    """A named credential, its value encrypted at rest (workflows/credentials.py: Fernet with
+    STEADYFLOW_CREDENTIALS_KEY). Write-only: nothing ever shows a value after it is saved."""
+
+    name = models.CharField(max_length=64, unique=True)
+    kind = models.CharField(max_length=16, choices=CredentialKind.choices, default=CredentialKind.SECRET)
+    encrypted_value = models.TextField(editable=False)
+    # LLM providers only: an OpenAI-compatible base URL and the models nodes may ask for (empty: any).
+    base_url = models.URLField(max_length=500, blank=True)
+    allowed_models = models.JSONField(default=list, blank=True)
+    description = models.CharField(max_length=200, blank=True)
+    created_at = models.DateTimeField(default=timezone.now)
+    updated_at = models.DateTimeField(default=timezone.now)
+    updated_by = models.ForeignKey(settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.SET_NULL,
+                                   related_name="+")
+
+    class Meta:
+        ordering = ["name"]
+
+    def __str__(self) -> str:
+        return f"{self.name} ({self.kind})"
+
+    def set_value(self, value: str) -> None:
+        from workflows.credentials import encrypt
+
+        self.encrypted_value = encrypt(value)
+        self.updated_at = timezone.now()
+
+
+class LLMCacheEntry(models.Model):
+    """A stored llm reply (workflows/llm_cache.py): an opted-in node making the same call within the TTL
+    gets it back instead of calling its provider. Per workflow; shared by every worker."""
+
+    workflow = models.ForeignKey(WorkflowDefinition, on_delete=models.CASCADE, related_name="+")
+    key = models.CharField(max_length=64)  # workflows/engine/llm_cache.py key_for
+    node_id = models.CharField(max_length=64, blank=True)
+    output = models.JSONField()
+    usage = models.JSONField(default=dict)
+    # The step whose call produced the reply (hits link to it); kept as a plain id so deleting history
+    # does not touch the cache.
+    source_step = models.BigIntegerField(null=True, blank=True)
+    source_instance = models.BigIntegerField(null=True, blank=True)
+    created_at = models.DateTimeField(default=timezone.now)
+    expires_at = models.DateTimeField(db_index=True)  # the scheduler purges rows past it
+    hits = models.PositiveIntegerField(default=0)
+    last_hit_at = models.DateTimeField(null=True, blank=True)
+
+    class Meta:
+        constraints = [models.UniqueConstraint(fields=["workflow", "key"], name="unique_llm_cache_key")]
+        ordering = ["-created_at"]
+        verbose_name = "LLM cache entry"
+        verbose_name_plural = "LLM cache entries"
+
+    def __str__(self) -> str:
+        return f"{self.node_id} {self.key[:12]}"
+
+
+# Triggers and notifications (workflows/triggers/): their rows belong to this app.
+from workflows.triggers.models import (  # noqa: E402, F401
+    DeliveryAttempt,
+    NotificationChannel,
+    NotificationDelivery,
+    Schedule,
+    ScheduleFire,
+    Webhook,
+    WebhookRejection,
+)

@@ -6,7 +6,8 @@ Each tick:
   and enqueue) once they have waited REDISPATCH_AFTER_S;
 - takes back running steps whose lease expired (the worker died or hung): retried while attempts
   remain, otherwise failed;
-- stops instances past their deadline (TTL).
+- stops instances past their deadline (TTL);
+- purges expired llm cache rows (workflows/llm_cache.py), at most once a minute.
 Everything it does is safe to repeat: duplicate jobs lose the claim and do nothing.
 """
 
@@ -20,7 +21,7 @@ from typing import Any
 from django.conf import settings
 from django.utils import timezone
 
-from workflows import dispatch, runtime
+from workflows import dispatch, llm_cache, runtime
 from workflows.engine.errors import StepError
 from workflows.engine.statuses import INSTANCE_ACTIVE, InstanceStatus, StepStatus
 from workflows.models import StepRun, WorkflowInstance
@@ -36,9 +37,10 @@ class TickReport:
     redispatched: int = 0
     reclaimed: int = 0
     expired: int = 0
+    cache_purged: int = 0
 
     def __bool__(self) -> bool:
-        return bool(self.promoted or self.redispatched or self.reclaimed or self.expired)
+        return bool(self.promoted or self.redispatched or self.reclaimed or self.expired or self.cache_purged)
 
 
 def promote_due(now: datetime) -> int:
@@ -197,6 +199,11 @@ def tick(now: datetime | None = None) -> TickReport:
     report.reclaimed = reclaim_expired_leases(now)
     report.promoted = promote_due(now)
     report.redispatched = redispatch_lost(now, conf("REDISPATCH_AFTER_S"))
+    report.cache_purged = llm_cache.schedule.run_if_due(now)  # expired llm replies, once a minute
+    if report:
+        from workflows import metrics
+
+        metrics.count_tick(report.promoted, report.redispatched, report.reclaimed, report.expired)
     return report
 
 

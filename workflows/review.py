@@ -21,6 +21,7 @@ from django.utils import timezone
 
 from workflows import runtime
 from workflows.engine import limits
+from workflows.engine.errors import ExpressionError
 from workflows.engine.statuses import InstanceStatus, StepStatus
 from workflows.models import AuditEntry, ReviewItem, ReviewStatus, StepRun, WorkflowInstance
 
@@ -263,7 +264,12 @@ def _answer_human(tr: runtime.UnitOfWork, item: ReviewItem, user: Any, decision:
         .exclude(pk=step.pk).exists()
     if inst.status == InstanceStatus.WAITING and not still_waiting:
         tr.set_instance(status=InstanceStatus.RUNNING)
-    runtime.resolve(tr, step, runtime.fired_edges(tr, step.node_id, output))
+    try:
+        fired = runtime.fired_edges(tr, step.node_id, output)
+    except ExpressionError as exc:
+        # The answer cannot route on: refused (nothing commits), with the edge and the reason.
+        raise ReviewError(f"node '{step.node_id}': {exc}") from None
+    runtime.resolve(tr, step, fired)
 
 
 def resume_circuit_halts(user: Any, breaker_key: str | None = None, note: str = "") -> int:

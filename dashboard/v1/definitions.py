@@ -18,11 +18,12 @@ from dashboard.editor_api import (
     definition_or_404,
     graph_diff,
     save_new_version,
+    saved_json,
     version_or_404,
     version_summary,
 )
 from dashboard.v1.auth import need
-from workflows.engine.validation import validate_graph
+from workflows.credentials import validate as validate_graph  # the graph checks plus credential names
 from workflows.models import WorkflowDefinition
 
 router = Router(tags=["workflows"])
@@ -93,8 +94,7 @@ class SaveIn(Schema):
 def save(request: HttpRequest, slug: str, body: SaveIn) -> Status[dict[str, Any]]:
     """Save the graph as the workflow's next version (409 when `base_version` is not the latest)."""
     need(request, "design", VIEW, permissions.SAVE_VERSION)
-    version = save_new_version(slug, body.dict(), request.user)
-    return Status(201, {"workflow": definition_json(version.definition), "version": version_summary(version)})
+    return Status(201, saved_json(*save_new_version(slug, body.dict(), request.user)))
 
 
 class DiffQuery(Schema):

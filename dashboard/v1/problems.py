@@ -92,6 +92,13 @@ def install(api: Any) -> None:
 
     def on_bad_request(request: HttpRequest, exc: BadRequest) -> HttpResponse:
         errors = exc.extra.get("errors")
+        fields = exc.extra.get("fields")
+        if isinstance(fields, dict):
+            # A start input the workflow's declared input refuses (dashboard.api.input_error_details).
+            index = exc.extra.get("index")
+            where = "body.input" if index is None else f"body.inputs.{index}"
+            errors = [{"field": f"{where}.{name}" if name else where, "message": str(problem)}
+                      for name, problem in fields.items()]
         return response(request, exc.status, exc.message, errors if isinstance(errors, list) else None)
 
     def on_http_error(request: HttpRequest, exc: HttpError) -> HttpResponse:

@@ -170,3 +170,18 @@ def test_created_filters_take_any_offset_python_does(as_role: Any) -> None:
     assert [i["id"] for i in found] == [instance.pk]
     body = assert_problem(api.get("instances?created_before=0001-01-01T00:00:00%2B01:00"), 422)
     assert body["errors"][0]["field"] == "query.created_before"
+
+
+def test_a_declared_start_input_is_checked_and_each_wrong_field_named(as_role: Any) -> None:
+    """The start goes through the same function as the pages' (dashboard.api.start_workflow), so the
+    workflow's declared `input` schema refuses a bad start input here too, naming the fields."""
+    graph = {**SIMPLE, "input": {"type": "object", "required": ["amount"],
+                                 "properties": {"amount": {"type": "number"}}}}
+    save_version("typed", graph)
+    api = as_role("designer")
+    body = assert_problem(api.post("workflows/typed/instances", {"input": {"amount": "ten"}}), 400, "amount")
+    assert [e["field"] for e in body["errors"]] == ["body.input.amount"]
+    body = assert_problem(api.post("workflows/typed/instances/bulk", {"inputs": [{"amount": 1}, {}]}), 400)
+    assert [e["field"] for e in body["errors"]] == ["body.inputs.1.amount"]
+    assert api.post("workflows/typed/instances", {"input": {"amount": 10}}).status_code == 201
+    assert WorkflowInstance.objects.count() == 1

@@ -90,6 +90,31 @@ def test_node_types_lists_every_kind_with_its_schema(reader):
     assert kinds["start"]["structural"] is True
 
 
+@pytest.mark.parametrize(("configured", "default"), [({}, "scripted"), ({"LLM_DEFAULT_PROVIDER": "openai"}, "openai")])
+def test_node_types_serves_the_effective_llm_provider_default(reader, settings, configured, default):
+    runtime.engine_config.cache_clear()
+    settings.STEADYFLOW = {**settings.STEADYFLOW, **configured}
+    try:
+        kinds = {kind["name"]: kind for kind in reader.get("/api/node-types").json()["node_types"]}
+    finally:
+        runtime.engine_config.cache_clear()
+    assert kinds["llm"]["schema"]["properties"]["provider"]["default"] == default
+
+
+def test_functions_lists_registered_functions_with_their_docstrings(anonymous, nobody):
+    viewer = client_for(user_with("vera", "view_workflowdefinition"))  # what the viewers group holds
+    response = viewer.get("/api/functions")
+    assert response.status_code == 200
+    functions = {f["name"]: f["doc"] for f in response.json()["functions"]}
+    assert functions["examples.lookup_order"] == ("A tool the ReAct agent calls: looks up the order the LLM "
+                                                   "asked for.")
+    assert "noop" in functions  # the tests' own module registers it
+    assert list(functions) == sorted(functions)
+    assert_error(anonymous.get("/api/functions"), 401, "authentication required")
+    assert_error(nobody.get("/api/functions"), 403, "workflows.view_workflowdefinition")
+    assert_error(viewer.post("/api/functions"), 405, "method POST not allowed")
+
+
 def test_node_types_refuses_anonymous_and_other_methods(anonymous, nobody):
     assert_error(anonymous.get("/api/node-types"), 401, "authentication required")
     body = assert_error(nobody.post("/api/node-types"), 405, "method POST not allowed")
@@ -129,6 +154,14 @@ def test_validate_reports_each_error_shape(reader):
 
     (issue,) = post_json(reader, "/api/validate", [1, 2]).json()["errors"]
     assert issue == {"message": "the graph must be a JSON object with 'nodes' and 'edges'"}
+
+
+def test_validate_refuses_a_graph_past_the_node_limit_naming_the_bound(reader):
+    big = chain(*({"id": f"n{i}", "type": "python", "config": {"function": "noop"}} for i in range(999)))
+    assert len(big["nodes"]) == 1001
+    body = post_json(reader, "/api/validate", big).json()
+    assert body == {"valid": False, "errors": [
+        {"message": "the graph has 1,001 nodes: 1,000 at most (MAX_NODES)", "field": "nodes"}]}
 
 
 def test_validate_rejects_a_malformed_body_and_get(reader):
@@ -172,6 +205,27 @@ def test_idempotency_key_returns_the_same_instance(operator, flow):
     assert WorkflowInstance.objects.count() == 2
 
 
+def test_an_idempotency_key_belongs_to_its_workflow(operator, flow):
+    save_version("api-other", GRAPH)
+    key = {"Idempotency-Key": "order-77"}
+    here = post_json(operator, START.format(slug="api-flow"), {"input": {"n": 1}}, **key).json()
+    there = post_json(operator, START.format(slug="api-other"), {"input": {"n": 2}}, **key).json()
+    assert here["id"] != there["id"], "the other workflow's instance came back"
+    assert (here["workflow"], there["workflow"]) == ("api-flow", "api-other")
+    assert there["context"] == {"n": 2}
+    assert post_json(operator, START.format(slug="api-other"), {"input": {}}, **key).json()["id"] == there["id"]
+    # Bulk starts look keys up on their own workflow too.
+    bulk = START.format(slug="{slug}") + "/bulk"
+    other = post_json(operator, bulk.format(slug="api-other"),
+                      {"inputs": [{}, {"n": 3}], "idempotency_keys": ["order-77", "order-78"]}).json()["instances"]
+    assert other[0]["id"] == there["id"]
+    mine = post_json(operator, bulk.format(slug="api-flow"),
+                     {"inputs": [{"n": 4}, {}], "idempotency_keys": ["order-78", "order-77"]}).json()["instances"]
+    assert mine[1]["id"] == here["id"] and mine[0]["id"] != other[1]["id"]
+    assert mine[0]["workflow"] == "api-flow" and mine[0]["context"] == {"n": 4}
+    assert WorkflowInstance.objects.count() == 4
+
+
 def test_start_rejects_bad_input_with_json_errors(operator, flow, settings):
     url = START.format(slug="api-flow")
     assert_error(post_json(operator, url, {"input": [1, 2]}), 400, "'input' must be a JSON object")
@@ -183,6 +237,40 @@ def test_start_rejects_bad_input_with_json_errors(operator, flow, settings):
     assert_error(post_json(operator, url, {"input": {"blob": "x" * 5000}}), 413, "start input is")
     settings.DATA_UPLOAD_MAX_MEMORY_SIZE = 1024
     assert_error(post_json(operator, url, {"input": {"blob": "x" * 5000}}), 413, "request body is too large")
+    assert WorkflowInstance.objects.count() == 0
+
+
+INPUT_SCHEMA = {"type": "object", "required": ["amount", "who"], "properties": {
+    "amount": {"type": "number", "description": "EUR", "default": 10, "minimum": 0},
+    "who": {"type": "string"},
+    "tags": {"type": "array", "items": {"type": "string"}, "default": ["a"]},
+}}
+
+
+@pytest.fixture
+def typed(db: None) -> Any:
+    return save_version("typed-flow", {**GRAPH, "input": INPUT_SCHEMA})
+
+
+def test_start_applies_declared_defaults(operator, typed):
+    response = post_json(operator, START.format(slug="typed-flow"), {"input": {"who": "ann"}})
+    assert response.status_code == 201, response.content
+    assert response.json()["context"] == {"who": "ann", "amount": 10, "tags": ["a"]}
+    assert WorkflowInstance.objects.get().input == {"who": "ann", "amount": 10, "tags": ["a"]}
+
+
+def test_start_refuses_input_the_schema_refuses_naming_each_field(operator, typed):
+    url = START.format(slug="typed-flow")
+    body = assert_error(post_json(operator, url, {"input": {"amount": "ten", "tags": [1]}}), 400,
+                        "input.amount: must be a number")
+    assert body["error"] == body["message"]
+    assert body["fields"] == {"amount": "must be a number", "tags.0": "must be a string", "who": "is required"}
+    assert body["message"] == "input.amount: must be a number; input.tags.0: must be a string; input.who: is required"
+    body = assert_error(post_json(operator, url, {"input": {"who": "x", "amount": -1}}), 400,
+                        "input.amount: must be at least 0")
+    bulk = assert_error(post_json(operator, url + "/bulk", {"inputs": [{"who": "a"}, {"who": 3}]}), 400,
+                        "inputs[1].who: must be a string")
+    assert bulk["fields"] == {"who": "must be a string"} and bulk["index"] == 1
     assert WorkflowInstance.objects.count() == 0
 
 

@@ -137,6 +137,17 @@ def test_designer_saves_a_new_immutable_version(flow: WorkflowVersion) -> None:
     assert (definition.name, definition.description) == ("Flow 2", "now with retries")
 
 
+def test_saving_a_graph_past_the_node_limit_is_a_400_naming_the_bound(designer: Client,
+                                                                     flow: WorkflowVersion) -> None:
+    big = graph(*({"id": f"n{i}", "type": "python", "config": {"function": "noop"}} for i in range(3_998)))
+    assert len(big["nodes"]) == 4_000  # the graph that took 5.6 s to start before the limit
+    response = post(designer, SAVE_URL, {"graph": big, "message": "huge", "base_version": 1})
+    assert response.status_code == 400, response.content[:300]
+    assert response.json()["errors"] == [
+        {"message": "the graph has 4,000 nodes: 1,000 at most (MAX_NODES)", "field": "nodes"}]
+    assert WorkflowVersion.objects.filter(definition__slug="flow").count() == 1
+
+
 def test_first_save_of_a_new_workflow(designer: Client) -> None:
     WorkflowDefinition.objects.create(slug="fresh", name="Fresh")
     response = post(designer, "/api/workflows/fresh/versions",
@@ -246,8 +257,23 @@ def test_save_conflicts_when_someone_saved_meanwhile(designer: Client, flow: Wor
     assert response.status_code == 409
     data = response.json()
     assert "version 2 was saved by olga" in data["message"] and data["latest"]["number"] == 2
+    # What "save anyway" would overwrite: olga's version (author, graph) and both sides' changes.
+    assert data["latest"]["created_by"] == "olga" and data["latest"]["message"] == "olga's"
+    assert data["latest"]["graph"] == graph(dict(NOOP, timeout_s=5))
+    work = NOOP["id"]
+    assert data["their_changes"]["nodes"]["changed"] == [{"id": work, "fields": ["timeout_s"]}]
+    assert data["your_changes"]["nodes"]["changed"] == [{"id": work, "fields": ["timeout_s"]}]
+    assert data["your_changes"]["identical"] is False
     forced = post(designer, SAVE_URL, dict(body, force=True))
     assert forced.status_code == 201 and forced.json()["version"]["number"] == 3
+    assert forced.json()["replaced"]["number"] == 2 and forced.json()["replaced"]["created_by"] == "olga"
+
+
+def test_a_conflict_with_a_malformed_graph_still_answers_json(designer: Client, flow: WorkflowVersion) -> None:
+    save_version("flow", graph(dict(NOOP, timeout_s=5)), message="meanwhile")
+    odd = {"nodes": [{"id": ["x"]}, 3], "edges": "no", "settings": [1]}
+    response = post(designer, SAVE_URL, {"graph": odd, "message": "m", "base_version": 1})
+    assert response.status_code == 409 and response.json()["your_changes"]["nodes"]["removed"]
 
 
 def test_archived_workflows_cannot_be_saved_or_restored(designer: Client, flow: WorkflowVersion) -> None:
@@ -441,7 +467,7 @@ def test_editor_page_is_read_only_without_the_designers_permission(designer: Cli
     assert missing.status_code == 302 and missing["Location"] == "/workflows/flow/edit/"
     assert designer.get("/workflows/nope/edit/").status_code == 404
     page = designer.get("/workflows/flow/edit/").content.decode()
-    assert "vendor/cytoscape.min.js" in page and "js/editor.js" in page and 'id="editor-config"' in page
+    assert "vendor/cytoscape.min.js" in page and "js/editor/main.js" in page and 'id="editor-config"' in page
 
 
 def test_run_from_the_editor_starts_the_latest_version(designer: Client, flow: WorkflowVersion) -> None:
@@ -453,3 +479,28 @@ def test_run_from_the_editor_starts_the_latest_version(designer: Client, flow: W
     assert bad.status_code == 400 and "JSON object" in bad.json()["message"]
     viewer_client = client_for("viewers", username="vic")[0]
     assert post(viewer_client, "/api/workflows/flow/instances", {"input": {}}).status_code == 403
+
+
+def test_the_version_apis_expose_the_declared_input(viewer: Client, flow: WorkflowVersion) -> None:
+    assert viewer.get("/api/workflows/flow/versions").json()["input_schema"] is None
+    schema = {"type": "object", "properties": {"q": {"type": "string", "default": "hi", "description": "ask"}}}
+    save_version("flow", {**graph(NOOP), "input": schema}, message="typed")
+    assert viewer.get("/api/workflows/flow/versions").json()["input_schema"] == schema
+    detail = viewer.get("/api/workflows/flow/versions/2").json()
+    assert detail["input_schema"] == schema and detail["graph"]["input"] == schema
+    assert viewer.get("/api/workflows/flow/versions/1").json()["input_schema"] is None
+    diff = viewer.get("/api/workflows/flow/diff?from=1&to=2").json()
+    assert diff["input_changed"] is True and diff["identical"] is False
+    # The editor page carries it too (the Run dialog's form), with the picker's and the side panel's needs.
+    config = editor_config(viewer, "/workflows/flow/edit/")
+    assert config["inputSchema"] == schema and config["urls"]["functions"] == "/api/functions"
+    assert config["shapes"]["input"]["properties"]["type"] == {"const": "object"}
+
+
+def test_a_bad_input_schema_is_refused_at_save_naming_input(designer: Client, flow: WorkflowVersion) -> None:
+    body = {"graph": {**graph(NOOP), "input": {"type": "object", "properties": {"n": {"type": "num"}}}},
+            "message": "typed", "base_version": 1}
+    response = post(designer, SAVE_URL, body)
+    assert response.status_code == 400
+    (issue,) = response.json()["errors"]
+    assert issue["field"] == "input.properties.n.type" and issue["message"].startswith("input.properties.n.type:")

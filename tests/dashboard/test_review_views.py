@@ -3,13 +3,11 @@
 from __future__ import annotations
 
 import json
-from datetime import timedelta
 
 import pytest
 from django.urls import reverse
-from django.utils import timezone
 
-from tests.conftest import chain
+from tests.conftest import chain, past_deadline
 from workflows import runtime
 from workflows.models import AuditEntry, ReviewItem
 
@@ -23,7 +21,7 @@ def halted_item(make_version, roles):
                                  {"id": "after", "type": "wait", "config": {"seconds": 0}},
                                  settings={"ttl_s": 0.001}))
     instance = runtime.start_instance(version, {"ticket": "T-9"})
-    assert runtime.expire_instance(instance.pk)
+    assert runtime.expire_instance(instance.pk, now=past_deadline(instance))
     return ReviewItem.objects.get(instance=instance)
 
 
@@ -123,8 +121,7 @@ def test_admin_bulk_reject(client, make_version, admin_user, roles):
     items = []
     for _ in range(3):
         instance = runtime.start_instance(version, {})
-        # Past the deadline for sure: a warm start takes less than the 1 ms TTL.
-        assert runtime.expire_instance(instance.pk, timezone.now() + timedelta(seconds=1))
+        assert runtime.expire_instance(instance.pk, now=past_deadline(instance))
         items.append(ReviewItem.objects.get(instance=instance))
     client.force_login(admin_user)
     response = client.post(reverse("admin:workflows_reviewitem_changelist") + "?status__exact=open",

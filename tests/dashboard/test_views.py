@@ -82,7 +82,7 @@ def test_the_instance_page_needs_login_and_the_view_permission(client_for: Calla
     assert config["urls"]["events"] == f"/api/instances/{inst.pk}/events"
     assert {t["name"] for t in config["nodeTypes"]} >= {"start", "python", "llm", "end"}
     assert config["canOperate"] is False and config["canDecide"] is False and config["review"] is None
-    assert b"static/js/live.js" in response.content and b"js/graph-common.js" in response.content
+    assert b"static/js/live/main.js" in response.content and b'id="sf-meta"' in response.content
 
     operator = page_config(client_for(*OPERATOR).get(url))
     assert operator["canOperate"] is True and operator["canDecide"] is True
@@ -220,7 +220,7 @@ def test_dashboard_page(client_for: Callable[..., Client]) -> None:
     assert client_for().get("/").status_code == 403
     response = client_for(*VIEWER).get("/")
     assert response.status_code == 200
-    assert b'id="dashboard-stats"' in response.content and b"js/dashboard.js" in response.content
+    assert b'id="dashboard-stats"' in response.content and b"js/dashboard/main.js" in response.content
 
 
 # --- The instance list --------------------------------------------------------------------------
@@ -255,12 +255,18 @@ def test_instance_list_filters_searches_and_pages(client_for: Callable[..., Clie
     assert ids(f"to={(timezone.now() - timedelta(days=2)).date().isoformat()}") == [done[0].pk]
     bad = client.get("/instances/?from=yesterday").content.decode()
     assert "&#x27;from&#x27; must be a date like 2026-01-31" in bad
+    # An unknown status is named (it used to filter down to nothing without a word) and not applied.
+    bad = client.get("/instances/?status=finished").content.decode()
+    assert "&#x27;status&#x27; must be one of pending, running, waiting" in bad
+    assert "not &#x27;finished&#x27;: showing every status" in bad
+    assert ids("status=finished") == everything
 
     # Paginated, 50 a page, newest first; the query count does not grow with the page size.
     version = failed.version
     now = timezone.now()
     WorkflowInstance.objects.bulk_create([
-        WorkflowInstance(version=version, status="completed", max_transitions=10, created_at=now, updated_at=now)
+        WorkflowInstance(version=version, definition_id=version.definition_id, status="completed", max_transitions=10,
+                         created_at=now, updated_at=now)
         for _ in range(120)])
     with django_assert_max_num_queries(8):
         first = client.get("/instances/")
@@ -269,6 +275,9 @@ def test_instance_list_filters_searches_and_pages(client_for: Callable[..., Clie
     assert len(re.findall(r'<td><a href="/instances/(\d+)/">', html)) == 50
     last = client.get("/instances/?status=completed&page=3").content.decode()
     assert "page 3 of 3" in last and 'href="?status=completed&amp;page=2"' in last
+    # One date format on every page: ISO-like, to the second, with the time zone.
+    stamp = timezone.localtime(failed.created_at).strftime("%Y-%m-%d %H:%M:%S UTC")
+    assert stamp in html or stamp in client.get(f"/instances/?q={failed.pk}").content.decode()
     assert client_for().get("/instances/").status_code == 403
 
 
@@ -281,3 +290,12 @@ def test_step_rows_for_the_inspector_are_capped(client_for: Callable[..., Client
         for v in range(2, 1003)])
     data = client_for(*VIEWER).get(f"/api/instances/{inst.pk}/steps?node=a").json()
     assert len(data["steps"]) == 1000 and data["truncated"] is True
+
+
+def test_every_page_links_the_favicon(client: Client) -> None:
+    from django.contrib.staticfiles import finders
+
+    html = client.get("/accounts/login/").content.decode()
+    assert re.search(r'<link rel="icon" type="image/svg\+xml" href="/static/favicon\.svg">', html)
+    path = finders.find("favicon.svg")
+    assert path and open(path).read().startswith("<svg")

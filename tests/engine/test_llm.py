@@ -11,7 +11,7 @@ import pytest
 
 from tests.engine.conftest import LocalServer, Seen, json_reply, make_call
 from workflows.engine import breaker, providers
-from workflows.engine.errors import CircuitOpen, PermanentStepError, ProviderError, StepTimeout
+from workflows.engine.errors import CircuitOpen, ConfigError, PermanentStepError, ProviderError, StepTimeout
 from workflows.engine.nodes import get_kind
 from workflows.engine.nodes.base import EngineConfig, NodeResult, StepCall
 from workflows.engine.nodes.llm import ROUTE_INSTRUCTION, _messages, _route_from_text
@@ -54,6 +54,31 @@ def test_scripted_output_shape() -> None:
                                        "cost_usd": 0.0}}
     assert result.usage == result.output["usage"]
     assert result.context_updates == {} and not result.degraded
+
+
+# --- The default provider ----------------------------------------------------------------------------
+
+def test_a_node_naming_no_provider_gets_the_engines_default_scripted_unless_configured(
+        local_server: LocalServer) -> None:
+    # Left at its default, a node is answered by its script: no request leaves the process.
+    call = make_call("llm", {"prompt": "p", "script": [{"text": "offline"}]}, node_id="ask",
+                     engine=EngineConfig(llm_base_url=local_server.url("/v1/")))
+    assert run(call).output["text"] == "offline"
+    assert local_server.requests == []
+    # Without a script it fails for good, saying why, instead of calling a paid API.
+    with pytest.raises(ConfigError, match="names no provider and none is configured"):
+        run(make_call("llm", {"prompt": "p"}, node_id="ask"))
+    # Where the deployment configured an endpoint, the default is the OpenAI-compatible provider.
+    local_server.routes["/v1/chat/completions"] = chat_reply("served")
+    configured = EngineConfig(llm_base_url=local_server.url("/v1/"), llm_default_provider="openai")
+    assert run(make_call("llm", {"prompt": "p"}, engine=configured)).output["text"] == "served"
+
+
+def test_the_described_schema_carries_the_engines_default_provider() -> None:
+    schema = LLM.describe(EngineConfig(llm_default_provider="openai"))["schema"]
+    assert schema["properties"]["provider"]["default"] == "openai"
+    assert LLM.config_schema["properties"]["provider"]["default"] == "scripted"  # unchanged
+    assert LLM.describe()["schema"]["properties"]["provider"]["default"] == "scripted"
 
 
 def test_scripted_error_entries_raise_provider_errors() -> None:
@@ -262,7 +287,8 @@ def chat_reply(content: str, usage: dict[str, int] | None = None) -> Any:
 def openai_call(server: LocalServer, timeout_s: float | None = None, **config: Any) -> StepCall:
     engine = EngineConfig(llm_base_url=server.url("/v1/"), llm_api_key="sk-test", llm_max_per_provider=4,
                           llm_prices={"gpt-test": {"prompt_per_1k": 1, "completion_per_1k": 2}})
-    return make_call("llm", {"prompt": "Where is order 42?", "model": "gpt-test", **config}, engine=engine,
+    return make_call("llm", {"provider": "openai", "prompt": "Where is order 42?", "model": "gpt-test", **config},
+                     engine=engine,
                      node_extra={"timeout_s": timeout_s})
 
 

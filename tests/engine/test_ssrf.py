@@ -112,4 +112,47 @@ def test_a_malformed_url_is_refused_not_crashed_on(url: str) -> None:
 
 
 def test_the_real_resolver_answers_for_a_literal_without_dns() -> None:
-    assert ssrf._resolve("127.0.0.1", 80) == ["127.0.0.1"]
+    assert ssrf.system_resolver("127.0.0.1", 80) == ["127.0.0.1"]
+
+
+# Every special-purpose form that reaches inside, or may: IPv4 with the IPv6 spellings that embed it
+# (IPv4-compatible, IPv4-mapped, SIIT-translated, NAT64), the tunnels (6to4, Teredo), local-use NAT64,
+# CGNAT (cloud metadata at 100.100.100.200), documentation, benchmarking, reserved, broadcast, multicast.
+INTERNAL_CORPUS = [
+    "::127.0.0.1", "::7f00:1", "::10.0.0.1", "::169.254.169.254", "::8.8.8.8", "::ffff:0:127.0.0.1",
+    "0:0:0:0:0:ffff:7f00:1", "::ffff:100.64.0.1", "::ffff:0.0.0.0", "64:ff9b::a00:1", "64:ff9b::0.0.0.0",
+    "64:ff9b:1::a00:1", "64:ff9b:1::808:808", "2002:808:808::1", "2002:c0a8:101::1",
+    "2001:0:4136:e378:8000:63bf:3fff:fdd2", "2001::1", "2001:db8::1", "3fff::1", "100::1", "fe80::", "febf::1",
+    "fec0::1", "fc00::1", "fdff:ffff::1", "ff05::1", "ff0e::1", "::2", "5f00::1",
+    "100.100.100.200", "100.127.255.254", "192.0.0.8", "192.0.2.1", "192.88.99.1", "198.18.0.1",
+    "198.19.255.255", "198.51.100.2", "203.0.113.9", "240.0.0.1", "239.255.255.250", "0.1.2.3", "172.31.255.255",
+]
+PUBLIC_CORPUS = ["8.8.8.8", "1.1.1.1", "93.184.216.34", "100.63.255.255", "100.128.0.1", "172.32.0.1",
+                 "2606:4700::1111", "2a00:1450:4001::1", "::ffff:8.8.8.8", "64:ff9b::808:808"]
+
+
+@pytest.mark.parametrize("address", INTERNAL_CORPUS)
+def test_the_internal_corpus_is_internal(address: str) -> None:
+    assert ssrf.is_internal(address)
+    with pytest.raises(OutboundBlocked, match="refused"):
+        ssrf.check_url("https://inside.test/", [], resolve=resolver({"inside.test": [address]}))
+
+
+@pytest.mark.parametrize("address", PUBLIC_CORPUS)
+def test_the_public_corpus_is_public(address: str) -> None:
+    assert not ssrf.is_internal(address)
+
+
+@pytest.mark.parametrize("url", ["http://[::127.0.0.1]/", "http://[::ffff:7f00:1]:8000/", "http://2130706433/",
+                                 "http://0x7f.1/", "http://127.1/", "http://017700000001/"])
+def test_odd_spellings_of_loopback_are_refused(url: str) -> None:
+    # The real resolver: numeric forms glibc accepts come back as the address they spell.
+    with pytest.raises(OutboundBlocked, match="refused: private or loopback"):
+        ssrf.check_url(url, [])
+
+
+def test_a_trusted_policy_admits_internal_addresses_but_still_needs_some() -> None:
+    trusted = ssrf.Policy(trusted=True, resolve=resolver({"llm.local": ["127.0.0.1"], "void.test": []}))
+    assert ssrf.resolve_checked("llm.local", 80, trusted) == ["127.0.0.1"]
+    with pytest.raises(OutboundBlocked, match="resolved to no address"):
+        ssrf.resolve_checked("void.test", 80, trusted)

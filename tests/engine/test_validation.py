@@ -116,9 +116,13 @@ def test_a_node_must_be_an_object() -> None:
 def test_node_shape_missing_type_names_the_node() -> None:
     data = graph(["start:start", "done:end"], [("start", "done")])
     data["nodes"].append({"id": "x"})
-    issue = only_issue(data)
-    assert issue.as_dict() == {"message": "node 'x': node: 'type' is a required property", "node": "x",
-                               "field": "node"}
+    issues = validate_graph(data)
+    assert issues[0].as_dict() == {"message": "node 'x': node: 'type' is a required property", "node": "x",
+                                   "field": "node"}
+    # In the same pass: the malformed node still takes part in the structural checks.
+    assert [i.message for i in issues[1:]] == [
+        "node 'x' is unreachable from the start node",
+        "node 'x' has no outgoing edge: every path must reach an end node"]
 
 
 def test_node_shape_id_not_a_string_is_named_by_position() -> None:
@@ -155,6 +159,7 @@ def test_a_malformed_node_is_not_reported_again_as_missing_from_its_edges() -> N
 def test_bad_node_id(bad_id: str) -> None:
     data = graph(["start:start", "done:end"], [("start", "done")])
     data["nodes"].append({"id": bad_id, "type": "end"})
+    data["edges"].append({"source": "start", "target": bad_id})
     issue = only_issue(data)
     assert issue.message == (f"node '{bad_id}': id must start with a letter or _ and hold only letters, "
                              "digits, _ and - (64 at most)")
@@ -289,9 +294,9 @@ def test_an_edge_must_be_an_object() -> None:
     ({"source": "start", "target": "done", "when": True}, "edge.when", "True is not of type 'string', 'null'"),
 ])
 def test_edge_shape(edge: dict[str, Any], field: str, text: str) -> None:
-    data = graph(["start:start", "done:end"], [edge])
+    data = graph(["start:start", "done:end"], [("start", "done"), edge])
     issue = only_issue(data)
-    assert issue.as_dict() == {"message": f"edge 1: {field}: {text}", "edge": 0, "field": field}
+    assert issue.as_dict() == {"message": f"edge 2: {field}: {text}", "edge": 1, "field": field}
 
 
 def test_dangling_source_and_target() -> None:
@@ -347,13 +352,15 @@ def test_two_starts() -> None:
 
 
 def test_no_end() -> None:
-    issue = only_issue(graph(["start:start", "a"], [("start", "a")]))
-    assert issue.message == "the graph needs at least one end node (found none)"
+    assert messages(graph(["start:start", "a"], [("start", "a")])) == [
+        "the graph needs at least one end node (found none)",
+        "node 'a' has no outgoing edge: every path must reach an end node"]
 
 
 def test_missing_start_and_end_are_both_reported() -> None:
     assert messages(graph(["a"], [])) == ["the graph needs exactly one start node (found none)",
-                                          "the graph needs at least one end node (found none)"]
+                                          "the graph needs at least one end node (found none)",
+                                          "node 'a' has no outgoing edge: every path must reach an end node"]
 
 
 def test_edge_into_start() -> None:
@@ -479,5 +486,111 @@ def test_every_issue_names_something() -> None:
                  [("start", "done"), ("start", "ghost"), ("start", "done", "==")])
     data["settings"] = {"max_transitions": "many"}
     issues = validate_graph(data)
-    assert len(issues) == 6
+    assert len(issues) == 9  # six in the parts, three structural (reported in the same pass)
     assert all(i.node is not None or i.edge is not None or i.field == "settings.max_transitions" for i in issues)
+
+
+# --- One pass ---------------------------------------------------------------------------------------
+
+def test_config_errors_do_not_hide_structural_ones() -> None:
+    # A bad config, an unconditional cycle and a dead end: all reported at once.
+    data = graph(["start:start", {"id": "a", "type": "python", "config": {}}, "b", "c", "done:end"],
+                 [("start", "a"), ("a", "b"), ("b", "a"), ("a", "done"), ("start", "c")])
+    found = messages(data)
+    assert "node 'a': config: 'function' is a required property" in found
+    assert "unconditional cycle a -> b -> a: every cycle must pass through a conditional edge or a router node" \
+        in found
+    assert "node 'c' has no outgoing edge: every path must reach an end node" in found
+
+
+def test_a_condition_that_does_not_parse_still_counts_as_conditional() -> None:
+    # The cycle passes through a conditional edge: only the condition is wrong, no cycle is reported.
+    data = graph(["start:start", "a", "b", "done:end"],
+                 [("start", "a"), ("a", "b", "x =="), ("b", "a"), ("a", "done", "context.ok")])
+    assert messages(data) == ["edge 2 (a -> b): condition does not parse: invalid syntax in 'x =='"]
+
+
+# --- Route literals in conditions ---------------------------------------------------------------------
+
+def _routed(when: str, source: dict[str, Any] | None = None) -> dict[str, Any]:
+    source = source or {"id": "classify", "type": "llm", "config": {
+        "provider": "scripted", "prompt": "p", "routes": ["fetch", "reply"], "script": [{"route": "fetch"}]}}
+    return graph(["start:start", source, "fetch", "done:end"],
+                 [("start", "classify"), ("classify", "fetch", when), ("classify", "done", "route == 'reply'"),
+                  ("fetch", "done")])
+
+
+@pytest.mark.parametrize("when", ["route == 'fetc'", "'fetc' == route", "route != 'fetc'",
+                                  "route in ['fetch', 'fetc']", "route not in ('fetc',)",
+                                  "output.route == 'fetc'", "context.x and route == 'fetc'"])
+def test_a_route_typo_names_the_edge(when: str) -> None:
+    issue = only_issue(_routed(when))
+    assert issue.as_dict() == {
+        "message": "edge 2 (classify -> fetch): condition tests route 'fetc', but node 'classify' routes only "
+                   "to fetch, reply", "edge": 1, "field": "when"}
+
+
+@pytest.mark.parametrize("when", ["route == 'fetch'", "route in ['fetch', 'reply']", "route == context.next",
+                                  "context.route == 'anything'"])
+def test_declared_or_computed_routes_pass(when: str) -> None:
+    assert messages(_routed(when)) == []
+
+
+def test_router_routes_are_its_rules_and_default() -> None:
+    router = {"id": "classify", "type": "router",
+              "config": {"rules": [{"when": "context.x", "route": "fetch"}], "default": "reply"}}
+    assert messages(_routed("route == 'fetch'", router)) == []
+    assert messages(_routed("route == 'defalt'", router)) == [
+        "edge 2 (classify -> fetch): condition tests route 'defalt', but node 'classify' routes only to "
+        "fetch, reply"]
+
+
+def test_an_llm_without_routes_is_not_checked() -> None:
+    free = {"id": "classify", "type": "llm", "config": {"provider": "scripted", "prompt": "p",
+                                                          "script": [{"text": "x", "route": "fetch"}]}}
+    assert messages(_routed("route == 'fetch'", free)) == []
+
+
+# --- The declared start input -------------------------------------------------------------------------
+
+def with_input(schema: Any) -> dict[str, Any]:
+    return {**around(VALID_LLM), "input": schema}
+
+
+def test_a_declared_input_is_valid() -> None:
+    assert messages(with_input({"type": "object", "required": ["amount"], "properties": {
+        "amount": {"type": "number", "description": "in EUR", "default": 10, "examples": [10, 99.5]},
+        "tags": {"type": "array", "items": {"type": "string"}, "default": []},
+        "address": {"type": "object", "properties": {"city": {"type": "string"}}, "required": ["city"]},
+    }})) == []
+
+
+@pytest.mark.parametrize(("schema", "text"), [
+    ([], "input: [] is not of type 'object'"),
+    ({"type": "array"}, "input.type: 'object' was expected"),
+    ({"type": "object", "properties": {"a": {"type": "float"}}}, "input.properties.a.type: 'float' is not one of"),
+    ({"type": "object", "properties": {"a": {"type": "string", "pattern": "(a+)+$"}}},
+     "input.properties.a: Additional properties are not allowed ('pattern' was unexpected)"),
+    ({"type": "object", "properties": {"a": {"type": "number", "default": "ten"}}},
+     "input.a.default: must be a number"),
+    ({"type": "object", "properties": {"a": {"type": "integer", "examples": [1, 2.5]}}},
+     "input.a.examples.1: must be a whole number"),
+    ({"type": "object", "required": ["b"], "properties": {"a": {"type": "string"}}},
+     "input: required field 'b' is not declared"),
+    ({"type": "object", "properties": {f"f{i}": {"type": "string"} for i in range(201)}},
+     "input.properties: {"),
+])
+def test_a_bad_input_schema_is_a_validation_error_naming_input(schema: Any, text: str) -> None:
+    issues = validate_graph(with_input(schema))
+    assert issues and all(i.field and i.field.startswith("input") for i in issues), issues
+    assert any(i.message.startswith(text) for i in issues), [i.message for i in issues]
+
+
+def test_input_schema_depth_and_size_are_bounded() -> None:
+    field: dict[str, Any] = {"type": "string"}
+    for _ in range(9):
+        field = {"type": "object", "properties": {"x": field}}
+    assert messages(with_input({"type": "object", "properties": {"x": field}})) == [
+        "input: fields are nested too deeply (8 levels at most)"]
+    big = {"type": "object", "properties": {"a": {"type": "string", "enum": ["x" * 1000] * 70}}}
+    assert messages(with_input(big))[0].startswith("input: the schema is too large")

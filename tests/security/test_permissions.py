@@ -32,7 +32,7 @@ from dashboard.routing import websocket_urlpatterns
 from tests.dashboard.sockets import ORIGIN, run, session_headers
 from workflows import review, runtime
 from workflows.definitions import save_version
-from workflows.models import BreakerState, ReviewItem, WorkflowInstance
+from workflows.models import BreakerState, Credential, LLMCacheEntry, ReviewItem, WorkflowInstance
 from workflows.roles import ensure_roles
 
 ROLES = ("anonymous", "nobody", "viewer", "designer", "operator", "outsider", "superuser")
@@ -99,6 +99,11 @@ def world(db: None) -> World:
     halted = runtime.start_instance(save_version("halting", HALTING), {})
     assert runtime.expire_instance(halted.pk, timezone.now() + timedelta(hours=1))
     breaker = BreakerState.objects.create(key="llm:demo", state="open", opened_at=timezone.now().timestamp())
+    credential = Credential(name="crm_token", kind="secret")
+    credential.set_value("s3cret-value")
+    credential.save()
+    cached = LLMCacheEntry.objects.create(workflow_id=version.definition_id, key="k", output={"text": "hi"},
+                                          expires_at=timezone.now() + timedelta(hours=1))
     from dashboard import tokens
 
     viewer_token = tokens.issue(people["viewer"], "viewer's", ["read"]).token
@@ -106,6 +111,7 @@ def world(db: None) -> World:
         "token": viewer_token.pk,
         "task_item": ReviewItem.objects.get(instance=task, status="open").pk,
         "halt_item": ReviewItem.objects.get(instance=halted, status="open").pk,
+        "cache_entry": cached.pk,
     })
 
 
@@ -120,6 +126,10 @@ PUBLIC = row(200, 200, 200, 200, 200, 200, 200)
 VIEW_PAGE = row(302, 403, 200, 200, 200, 200, 200)  # the viewer role or better; the anonymous log in first
 VIEW_API = row(401, 403, 200, 200, 200, 200, 200)
 DESIGN_PAGE = row(302, 403, 403, 302, 403, 403, 302)  # designers' forms redirect when done
+CREDENTIALS_PAGE = row(302, 403, 403, 200, 403, 403, 200)  # designers manage credentials; no one else sees them
+# /metrics is for scrapers, not people: a bearer token or an address allow-list (README, Observability); with
+# neither configured and DEBUG off (the tests' settings) it refuses everyone, logged in or not.
+METRICS = row(403, 403, 403, 403, 403, 403, 403)
 DESIGN_API = row(401, 403, 403, 201, 403, 403, 201)
 START_API = row(401, 403, 403, 201, 201, 201, 201)
 OPERATE_API = row(401, 403, 403, 403, 409, 409, 409)  # 409: allowed, but the instance is waiting
@@ -140,6 +150,13 @@ def api(method: str, path: Callable[[World], str], expected: dict[str, int], bod
     return Action(method, path, expected, body, json=True)
 
 
+def _webhook_path(world: World) -> str:
+    from workflows.triggers.models import Webhook
+
+    hook = Webhook.objects.create(definition=world.task.version.definition)
+    return f"/hooks/{SLUG}/{hook.hook_id}"
+
+
 # Every named URL of dashboard/urls.py (the admin has its own matrix below): the actions and who gets what.
 MATRIX: dict[str, list[Action]] = {
     "home": [Action("GET", lambda w: "/", VIEW_PAGE)],
@@ -150,9 +167,26 @@ MATRIX: dict[str, list[Action]] = {
     "workflow-editor": [Action("GET", lambda w: f"/workflows/{SLUG}/edit/", VIEW_PAGE)],
     "workflow-duplicate": [Action("POST", lambda w: f"/workflows/{SLUG}/duplicate", DESIGN_PAGE)],
     "workflow-archive": [Action("POST", lambda w: f"/workflows/{SLUG}/archive", DESIGN_PAGE)],
+    "workflow-triggers": [Action("GET", lambda w: f"/workflows/{SLUG}/triggers/", VIEW_PAGE),
+                          Action("POST", lambda w: f"/workflows/{SLUG}/triggers/", DESIGN_PAGE,
+                                 {"action": "add_schedule", "cron": "0 * * * *", "timezone": "UTC"})],
+    # Exempt from login and roles: public, authenticated by its HMAC signature instead (an unsigned
+    # request is refused whoever sends it; tests/triggers/test_webhooks.py covers the signatures).
+    "webhook-receive": [api("POST", _webhook_path, row(401, 401, 401, 401, 401, 401, 401), {"x": 1})],
     "instance-list": [Action("GET", lambda w: "/instances/", VIEW_PAGE)],
     "instance": [Action("GET", lambda w: f"/instances/{w.task.pk}/", VIEW_PAGE)],
+    "instance-report": [Action("GET", lambda w: f"/instances/{w.halted.pk}/report/", VIEW_PAGE)],
     "api-node-types": [api("GET", lambda w: "/api/node-types", VIEW_API)],
+    "api-meta": [api("GET", lambda w: "/api/meta", VIEW_API)],
+    "api-functions": [api("GET", lambda w: "/api/functions", VIEW_API)],
+    "credential-list": [Action("GET", lambda w: "/credentials/", CREDENTIALS_PAGE),
+                        Action("POST", lambda w: "/credentials/", DESIGN_PAGE,
+                               {"name": "new_token", "kind": "secret", "value": "v"})],
+    "credential-edit": [Action("GET", lambda w: "/credentials/crm_token/", CREDENTIALS_PAGE),
+                        Action("POST", lambda w: "/credentials/crm_token/", DESIGN_PAGE,
+                               {"name": "crm_token", "kind": "secret", "value": "replaced"})],
+    "credential-delete": [Action("POST", lambda w: "/credentials/crm_token/delete", DESIGN_PAGE)],
+    "metrics": [Action("GET", lambda w: "/metrics", METRICS)],
     "api-validate": [api("POST", lambda w: "/api/validate", VIEW_API, {"graph": GRAPH})],
     "api-start": [api("POST", lambda w: f"/api/workflows/{SLUG}/instances", START_API, {"input": {}})],
     "api-start-many": [api("POST", lambda w: f"/api/workflows/{SLUG}/instances/bulk", START_API,
@@ -168,6 +202,8 @@ MATRIX: dict[str, list[Action]] = {
     "api-instance": [api("GET", lambda w: f"/api/instances/{w.task.pk}", VIEW_API)],
     "api-instance-events": [api("GET", lambda w: f"/api/instances/{w.task.pk}/events", VIEW_API)],
     "api-instance-steps": [api("GET", lambda w: f"/api/instances/{w.task.pk}/steps", VIEW_API)],
+    "api-instance-report": [api("GET", lambda w: f"/api/instances/{w.halted.pk}/report", VIEW_API),
+                            api("GET", lambda w: f"/api/instances/{w.task.pk}/report?download=1", VIEW_API)],
     "api-instance-cancel": [
         # Designers cancel the instances they started, operators any instance.
         api("POST", lambda w: f"/api/instances/{w.mine.pk}/cancel", row(401, 403, 403, 200, 200, 200, 200)),
@@ -351,6 +387,10 @@ ADMIN_ACTIONS: dict[tuple[str, str], AdminAction] = {
     ("breakerstate", "reset_selected"): AdminAction(
         {"operator", "outsider", "superuser"}, lambda w: [w.breaker.pk],
         lambda w, messages: BreakerState.objects.get(pk=w.breaker.pk).state == "closed"),
+    # Operators clear cached llm replies (delete permission); viewers and designers only see them.
+    ("llmcacheentry", "clear_workflows"): AdminAction(
+        {"operator", "outsider", "superuser"}, lambda w: [w.ids["cache_entry"]],
+        lambda w, messages: not LLMCacheEntry.objects.filter(pk=w.ids["cache_entry"]).exists()),
 }
 
 

@@ -18,13 +18,14 @@ ROOT = Path(__file__).resolve().parents[2]
 PRODUCTION = {
     "DEBUG": "0",
     "SECRET_KEY": "k" * 10 + "-production-secret-for-the-check-only-0123456789abcdef",
+    "STEADYFLOW_CREDENTIALS_KEY": "Y3JlZGVudGlhbHMta2V5LWZvci10aGUtY2hlY2stMDE=",
     "ALLOWED_HOSTS": "steadyflow.example.com",
     "CSRF_TRUSTED_ORIGINS": "https://steadyflow.example.com",
     "STEADYFLOW_PROXY_SSL_HEADER": "X-Forwarded-Proto",
     "STEADYFLOW_HSTS_PRELOAD": "1",
 }
 # What the test run sets for itself (tests/settings.py) must not leak into a "production" process.
-TEST_ONLY = ("SECRET_KEY", "DEBUG", "STEADYFLOW_HTTPS", "DJANGO_ALLOW_ASYNC_UNSAFE")
+TEST_ONLY = ("SECRET_KEY", "DEBUG", "STEADYFLOW_HTTPS", "DJANGO_ALLOW_ASYNC_UNSAFE", "STEADYFLOW_CREDENTIALS_KEY")
 
 
 def manage(*args: str, **env: str) -> subprocess.CompletedProcess[str]:
@@ -40,6 +41,16 @@ def test_without_a_secret_key_and_without_debug_nothing_starts() -> None:
     assert "SECRET_KEY must be set when DEBUG is off" in result.stderr
     # Unset DEBUG is production too.
     assert manage("check").returncode != 0
+
+
+def test_without_a_credentials_key_and_without_debug_nothing_starts() -> None:
+    without = {k: v for k, v in PRODUCTION.items() if k != "STEADYFLOW_CREDENTIALS_KEY"}
+    result = manage("check", **without)
+    assert result.returncode != 0
+    assert "STEADYFLOW_CREDENTIALS_KEY must be set when DEBUG is off" in result.stderr
+    result = manage("check", **{**PRODUCTION, "STEADYFLOW_CREDENTIALS_KEY": "not-a-fernet-key"})
+    assert result.returncode != 0
+    assert "STEADYFLOW_CREDENTIALS_KEY: key 1 is not a Fernet key" in result.stderr
 
 
 def test_development_with_debug_needs_no_secret_key() -> None:

@@ -243,6 +243,9 @@ def snapshot(instance_id: int, captured: Captured | None = None) -> dict[str, An
         "open_steps": inst.open_steps, "event_seq": inst.event_seq, "halt_reason": inst.halt_reason,
         "error": norm(inst.error), "tokens": inst.tokens, "cost_usd": Decimal(inst.cost_usd),
         "budget_usd": inst.budget_usd, "updated_at": inst.updated_at, "finished_at": inst.finished_at,
+        "idempotency_key": inst.idempotency_key,
+        # Written by each store on start; the key is unique per definition.
+        "definition_is_the_version's": inst.definition_id == inst.version.definition_id,
     }
     shot: dict[str, Any] = {"instance": instance, "steps": step_rows, "events": events,
                             "checkpoints": checkpoints, "reviews": reviews}

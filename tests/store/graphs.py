@@ -38,6 +38,18 @@ def fan_out_join() -> dict[str, Any]:
     }
 
 
+def loop_any_join() -> dict[str, Any]:
+    """A loop whose round fans out to a and b (on io) and joins them with `any` at m, which goes round
+    (until two rounds ran) before b of its round has finished: join records of two rounds overlap."""
+    m = py("m", "storetests.step", join="any")
+    return {
+        "nodes": [{"id": "start", "type": "start"}, py("h", "storetests.flaky"), py("a", "storetests.flaky"),
+                  py("b", "storetests.flaky", queue="io"), m, {"id": "end", "type": "end"}],
+        "edges": [edge("start", "h"), edge("h", "a"), edge("h", "b"), edge("a", "m"), edge("b", "m"),
+                  edge("m", "h", "context.n < 2"), edge("m", "end", "context.n >= 2")],
+    }
+
+
 def router_loop(max_transitions: int = 7) -> dict[str, Any]:
     """count (python) -> think (scripted llm, with usage) -> check (router): back to count until n >= 4.
 

@@ -47,6 +47,27 @@ def fan_out_join(d: Driver, version: WorkflowVersion) -> int:
     return inst.pk
 
 
+def loop_any_join(d: Driver, version: WorkflowVersion) -> int:
+    """Join records per round, persisted: round 2 of an `any` join starts while round 1's late branch
+    is still queued, and each late branch later closes its own round's record."""
+    inst = d.start(version)
+    d.run_job(d.take("h"))
+    assert d.run_job(d.take("a")) == 3  # a, then m (round 1) and h (round 2) inline
+    assert d.run_job(d.take("a")) == 2  # a, then m (round 2), which ends the loop
+    inst.refresh_from_db()
+    assert inst.state["joins"] == {"m": {"edges": {"3": True}, "started": True,
+                                         "next": [{"edges": {"3": True}, "started": True}]}}
+    d.run_job(d.take("b"))
+    inst.refresh_from_db()
+    assert inst.state["joins"] == {"m": {"edges": {"3": True}, "started": True}}
+    d.run_job(d.take("b"))
+    inst.refresh_from_db()
+    assert inst.status == "completed", inst.error
+    assert inst.state["joins"] == {}
+    assert [len(steps_of(inst.pk, node)) for node in ("h", "a", "b", "m", "end")] == [2, 2, 2, 2, 1]
+    return inst.pk
+
+
 def interleaved(d: Driver, version: WorkflowVersion) -> int:
     """Two workers whose steps overlap: each commits after the other's transition moved the instance
     (on PostgreSQL the one-round-trip commit's guard fails and the locked path decides again)."""
@@ -230,6 +251,20 @@ def release(d: Driver, version: WorkflowVersion) -> int:
     return inst.pk
 
 
+def keyed_starts(driver: Driver, first: WorkflowVersion, second: WorkflowVersion) -> dict[str, Any]:
+    """One key on two workflows, then again on each, singly and in bulk: what each start returned."""
+    from workflows import runtime
+
+    with driver.committing():
+        a = runtime.start_instance(first, {"x": 1}, idempotency_key="order-1")
+        b = runtime.start_instance(second, {"x": 2}, idempotency_key="order-1")
+        a_again = runtime.start_instance(first, {"x": 3}, idempotency_key="order-1")
+        b_again = runtime.start_instance(second, {"x": 4}, idempotency_key="order-1")
+        bulk_a = runtime.start_instances(first, [{"x": 5}, {"x": 6}], idempotency_keys=["order-1", "order-2"])
+        bulk_b = runtime.start_instances(second, [{"x": 7}, {"x": 8}], idempotency_keys=["order-2", "order-1"])
+    return {"a": a, "b": b, "a_again": a_again, "b_again": b_again, "bulk_a": bulk_a, "bulk_b": bulk_b}
+
+
 @dataclass(frozen=True)
 class Scenario:
     graph: Callable[[], dict[str, Any]]
@@ -247,6 +282,7 @@ SCENARIOS = {
     "example_loop_rejected": Scenario(graphs.seed_loop, halts.example_loop_rejected),
     "fan_out_join": Scenario(graphs.fan_out_join, fan_out_join),
     "interleaved": Scenario(graphs.fan_out_join, interleaved),
+    "loop_any_join": Scenario(graphs.loop_any_join, loop_any_join),
     "router_loop": Scenario(graphs.router_loop, halts.router_loop),
     "budget_then_loop_breaker": Scenario(graphs.budget_loop, halts.budget_then_loop_breaker),
     "cost_budget": Scenario(graphs.cost_budget_loop, halts.cost_budget),

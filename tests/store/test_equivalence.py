@@ -18,6 +18,7 @@ from django.db import connection
 from tests.store.conftest import CommitSpy
 from tests.store.driver import Captured, Clock, Driver, differences, fresh_run, snapshot
 from tests.store.scenarios import SCENARIOS
+from workflows.models import WorkflowInstance
 from workflows.store import get_store
 
 
@@ -109,3 +110,42 @@ def test_context_keys_read_back_in_the_same_order(transactional_db: None, driver
         stored = WorkflowInstance.objects.get(pk=instance.pk)
         keys[name] = (list(stored.context), list(stored.state))
     assert keys["orm"] == keys["sql"]
+
+
+def test_keyed_starts_agree(transactional_db: None, driver: Driver, clock: Clock, captured: Captured,
+                            use_store: Callable[[str], None], make_version: Callable[..., Any]) -> None:
+    """Idempotency keys on two workflows, singly and in bulk: each store returns the same instances
+    for the same starts and writes the same rows (the definition and the key included)."""
+    from tests.store import graphs
+    from tests.store.scenarios import keyed_starts
+
+    outcomes = {}
+    for name in ("orm", "sql"):
+        use_store(name)
+        fresh_run(clock, captured)
+        first = make_version(graphs.chain(), slug=f"eq-keys-{name}-a")
+        second = make_version(graphs.chain(), slug=f"eq-keys-{name}-b")
+        got = keyed_starts(driver, first, second)
+        made: list[int] = []  # instances in the order they were first returned
+
+        def label(instance: Any, made: list[int] = made) -> int:
+            if instance.pk not in made:
+                made.append(instance.pk)
+            return made.index(instance.pk)
+
+        returned = {start: [label(i) for i in (result if isinstance(result, list) else [result])]
+                    for start, result in got.items()}
+        which = {first.definition_id: "a", second.definition_id: "b"}
+        rows = []
+        for instance in (WorkflowInstance.objects.get(pk=pk) for pk in made):
+            shot = snapshot(instance.pk)
+            for event in shot["events"]:  # each run has definitions of its own: name them alike
+                if event["type"] == "instance_started":
+                    event["payload"]["definition"] = which[instance.definition_id]
+            rows.append({"definition": which[instance.definition_id], "key": instance.idempotency_key, **shot})
+        outcomes[name] = (returned, rows)
+    assert outcomes["orm"][0] == {"a": [0], "b": [1], "a_again": [0], "b_again": [1], "bulk_a": [0, 2],
+                                  "bulk_b": [3, 1]}
+    found = list(differences({"rows": outcomes["orm"][1]}, {"rows": outcomes["sql"][1]}))
+    assert not found, "\n".join(found[:40])
+    assert outcomes["orm"] == outcomes["sql"]

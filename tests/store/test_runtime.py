@@ -8,6 +8,7 @@ from typing import Any
 
 import pytest
 
+from tests.store import scenarios
 from tests.store.driver import Driver, snapshot
 from tests.store.scenarios import SCENARIOS
 from tests.workflows.support import assert_history_consistent
@@ -45,6 +46,56 @@ def test_start_with_an_idempotency_key_returns_the_first_instance(store_name: st
     assert again.pk == first.pk
     assert WorkflowInstance.objects.count() == 1
     assert len(driver.captured.dispatched) == 1
+
+
+def test_an_idempotency_key_is_scoped_to_its_workflow(store_name: str, db: None, driver: Driver,
+                                                      version: Callable[..., Any]) -> None:
+    from tests.store import graphs
+
+    first, second = version(graphs.chain(), slug="keyed-a"), version(graphs.chain(), slug="keyed-b")
+    got = scenarios.keyed_starts(driver, first, second)
+    a, b = got["a"], got["b"]
+    assert a.pk != b.pk, "the same key on another workflow returned the other workflow's instance"
+    assert (a.definition_id, b.definition_id) == (first.definition_id, second.definition_id)
+    assert (got["a_again"].pk, got["b_again"].pk) == (a.pk, b.pk)
+    bulk_a, bulk_b = got["bulk_a"], got["bulk_b"]
+    assert bulk_a[0].pk == a.pk and bulk_b[1].pk == b.pk
+    assert bulk_a[1].pk != bulk_b[0].pk  # "order-2": new on each workflow
+    assert WorkflowInstance.objects.count() == 4
+    assert sorted(WorkflowInstance.objects.values_list("definition__slug", "idempotency_key")) == [
+        ("keyed-a", "order-1"), ("keyed-a", "order-2"), ("keyed-b", "order-1"), ("keyed-b", "order-2")]
+    # The store's own reads carry the definition (the SQL stores hydrate rows by column position).
+    with driver.committing():
+        locked = get_store().lock_instance(b.pk)
+    assert (locked.definition_id, locked.idempotency_key) == (second.definition_id, "order-1")
+
+
+def test_a_key_that_raced_past_the_lookup_finds_its_twin_on_its_own_workflow(
+        store_name: str, db: None, driver: Driver, version: Callable[..., Any],
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    """Another request committed the key between the lookup and the insert: the unique (definition,
+    key) refuses the insert and the start returns the twin, never the other workflow's instance."""
+    from tests.store import graphs
+    from workflows import runtime
+
+    first, second = version(graphs.chain(), slug="raced-a"), version(graphs.chain(), slug="raced-b")
+    with driver.committing():
+        other = runtime.start_instance(second, {}, idempotency_key="k")
+        twin = runtime.start_instance(first, {}, idempotency_key="k")
+    assert twin.pk != other.pk
+    store = type(get_store())
+    looked_up = store.instances_by_keys
+    calls = []
+
+    def missing_once(self: Any, definition_id: int, keys: list[str]) -> dict[str, Any]:
+        calls.append(definition_id)
+        return {} if len(calls) == 1 else looked_up(self, definition_id, keys)
+
+    monkeypatch.setattr(store, "instances_by_keys", missing_once)
+    with driver.committing():
+        again = runtime.start_instance(first, {}, idempotency_key="k")
+    assert again.pk == twin.pk and calls == [first.definition_id, first.definition_id]
+    assert WorkflowInstance.objects.count() == 2
 
 
 def test_a_duplicate_job_claims_nothing(store_name: str, db: None, driver: Driver,

@@ -54,6 +54,9 @@ class Behaviour:
     status: int = 200  # the status of every request once `script` is used up
     script: list[int] = field(default_factory=list)  # statuses of the next requests, in order
     reply: str = "ok"  # the assistant message's content
+    # Errors repeat the Authorization header they were sent, as some providers do ("Incorrect API key
+    # provided: sk-..."): the credentials canary test checks that nothing stores it.
+    echo_key: bool = False
 
     def next_status(self) -> int:
         return self.script.pop(0) if self.script else self.status
@@ -66,7 +69,7 @@ class Behaviour:
 
 
 def _behaviour_fields(values: dict[str, Any]) -> dict[str, Any]:
-    allowed = {"delay", "status", "script", "reply"}
+    allowed = {"delay", "status", "script", "reply", "echo_key"}
     unknown = set(values) - allowed
     if unknown:
         raise ValueError(f"unknown behaviour field(s): {sorted(unknown)}; expected {sorted(allowed)}")
@@ -117,7 +120,7 @@ class LLMTestServer:
                 # from what is left of its script: scripts are per behaviour).
                 default = self._default
                 current = self._models.get(model) or Behaviour(delay=default.delay, status=default.status,
-                                                               reply=default.reply)
+                                                               reply=default.reply, echo_key=default.echo_key)
                 for name, value in fields.items():
                     setattr(current, name, value)
                 self._models[model] = current
@@ -188,6 +191,7 @@ class LLMTestServer:
             status = behaviour.next_status()
             delay = behaviour.pick_delay(self._rng)
             reply = behaviour.reply
+            echo_key = behaviour.echo_key
             if "X-Test-Delay" in request.headers:
                 delay = float(request.headers["X-Test-Delay"])
             self._in_flight += 1
@@ -197,6 +201,7 @@ class LLMTestServer:
                 "messages": body.get("messages"), "body": body,
                 "authorization": request.headers.get("Authorization"),
                 "idempotency_key": request.headers.get("Idempotency-Key"),
+                "traceparent": request.headers.get("traceparent"),
                 "started_at": time.time(), "finished_at": None, "status": None, "delay": delay,
                 "in_flight_at_start": self._in_flight,
             }
@@ -212,7 +217,10 @@ class LLMTestServer:
         if status != 200:
             kind = ("rate_limit_error" if status == 429 else "server_error" if status >= 500
                     else "invalid_request")
-            return _error(status, f"test server answered {status} as configured", kind)
+            message = f"test server answered {status} as configured"
+            if echo_key:
+                message += f"; Incorrect API key provided: {request.headers.get('Authorization', '')}"
+            return _error(status, message, kind)
         prompt_tokens = sum(len(str(m.get("content", "")).split()) for m in body.get("messages") or []
                             if isinstance(m, dict))
         completion_tokens = len(reply.split())

@@ -88,3 +88,14 @@ def collect(call: FunctionCall) -> dict[str, Any]:
         except KeyError:
             continue
     return {"seen": [s["node"] for s in seen], "outputs": seen}
+
+
+@register_function("tests.log_line")
+def log_line(call: FunctionCall) -> dict[str, Any]:
+    """Log one line from inside a step (tests of the structured logs): the worker's formatter adds the
+    step's context; `api_token` is an `extra` field the formatter must leave out."""
+    import logging
+
+    logging.getLogger("tests.functions").info("hello from a step", extra={"colour": "blue",
+                                                                         "api_token": "sk-must-not-appear"})
+    return {"logged": True}

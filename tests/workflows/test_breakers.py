@@ -296,6 +296,9 @@ def test_breaker_keys_come_from_the_provider_and_declared_models(conf: dict[str,
     key = breakers.provider_key
     assert key({"provider": "openai", "model": "gpt-4o"}) == "openai:gpt-4o"
     assert key({"provider": "openai"}) == "openai:gpt-4o-mini"  # the default model
+    # A node naming no provider counts where its call goes: the deployment's default provider.
+    assert key({"model": "gpt-4o-mini"}) == "scripted"
+    conf["LLM_DEFAULT_PROVIDER"] = "openai"
     assert key({"model": "gpt-4o-mini"}) == "openai:gpt-4o-mini"
     assert key({"provider": "scripted", "model": "anything"}) == "scripted"
     # Names a template rendered from input, unknown names, unsafe or overlong ones: one shared key.
@@ -310,7 +313,7 @@ def test_breaker_keys_come_from_the_provider_and_declared_models(conf: dict[str,
 def test_input_cannot_create_breaker_rows(conf: dict[str, Any]) -> None:
     conf["BREAKER_FLUSH_S"] = 0.0
     for i in range(50):
-        breakers.DatabaseBreaker(breakers.provider_key({"model": f"user-model-{i}"})).record(True)
+        breakers.DatabaseBreaker(breakers.provider_key({"provider": "openai", "model": f"user-model-{i}"})).record(True)
     assert list(BreakerState.objects.values_list("key", flat=True)) == ["openai:*"]
     assert json.loads(json.dumps(row("openai:*").buckets))  # one row holds all 50 calls
     assert window("openai:*") == (50, 0)

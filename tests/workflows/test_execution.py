@@ -38,6 +38,7 @@ from workflows import runtime
 from workflows.definitions import save_version, split_document
 from workflows.engine.errors import GraphInvalid
 from workflows.models import WorkflowDefinition
+from workflows.runtime.observe import step_span_id
 
 pytestmark = pytest.mark.django_db(transaction=True)
 
@@ -605,13 +606,15 @@ def test_industry_report_fans_out_to_http_and_llm_and_completes(processes, worke
     assert sources["news"] == {"kind": "news", "items": ["news item"]}
     assert sources["competitors"] == "A, B, C"
     assert steps(instance, "write")[0].output["text"].startswith("## Report")
-    # The HTTP nodes passed on their step's idempotency key and the instance's trace.
+    # The HTTP nodes passed on their step's idempotency key and the instance's trace, with the
+    # step's own span as the parent (workflows/runtime/observe.py).
     by_path = {r["path"]: r for r in requests}
     assert set(by_path) == {"/market", "/news"}
     for node in ("market", "news"):
         headers = by_path[f"/{node}"]["headers"]
         assert headers["idempotency-key"] == f"{instance.pk}:{node}:1"
-        assert headers["traceparent"] == instance.trace_id
+        (step,) = steps(instance, node)
+        assert headers["traceparent"] == f"00-{instance.trace_id.split('-')[1]}-{step_span_id(step.pk, 1)}-01"
         assert by_path[f"/{node}"]["query"] == {"q": ["robots"]}
     queues = {s.node_id: s.queue for s in steps(instance)}
     assert queues["market"] == queues["news"] == "io" and queues["plan"] == "ai"

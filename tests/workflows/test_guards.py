@@ -11,7 +11,7 @@ import pytest
 from django.contrib.auth.models import User
 from django.core.management import call_command
 
-from tests.conftest import chain, wait_for, wait_for_status
+from tests.conftest import chain, past_deadline, wait_for, wait_for_status
 from workflows import review, runtime
 from workflows.models import AuditEntry, ReviewItem, WorkflowDefinition
 
@@ -258,7 +258,7 @@ def test_viewer_cannot_decide_and_four_eyes_blocks_the_starter(transactional_db,
     version = make_version(chain({"id": "nap", "type": "wait", "config": {"seconds": 60}},
                                  settings={"ttl_s": 0.001}))
     instance = runtime.start_instance(version, {}, user=operator)
-    assert runtime.expire_instance(instance.pk)
+    assert runtime.expire_instance(instance.pk, now=past_deadline(instance))
     item = ReviewItem.objects.get(instance=instance)
     with pytest.raises(review.ReviewForbidden, match="the operators group"):
         review.decide(item.pk, viewer, review.Decision(action="approve"))
@@ -279,7 +279,7 @@ def test_reroute_and_edit_context(transactional_db, operator, make_version):
                   {"id": "after", "type": "wait", "config": {"seconds": 0}}, settings={"ttl_s": 0.001})
     version = make_version(graph)
     instance = runtime.start_instance(version, {"a": 1})
-    assert runtime.expire_instance(instance.pk)
+    assert runtime.expire_instance(instance.pk, now=past_deadline(instance))
     item = ReviewItem.objects.get(instance=instance)
     with pytest.raises(review.ReviewError, match="reroute needs a node"):
         review.decide(item.pk, operator, review.Decision(action="reroute", goto="nowhere"))
@@ -303,7 +303,7 @@ def test_two_operators_deciding_at_once_exactly_one_applies(transactional_db, op
                                  settings={"ttl_s": 0.001}))
     for _ in range(5):
         instance = runtime.start_instance(version, {})
-        assert runtime.expire_instance(instance.pk)
+        assert runtime.expire_instance(instance.pk, now=past_deadline(instance))
         item = ReviewItem.objects.get(instance=instance)
         barrier = threading.Barrier(2)
         results: list[str] = []

@@ -1,8 +1,12 @@
-"""Conditions and templates, evaluated by simpleeval (never Python's eval).
+"""Conditions and templates, evaluated by a bounded evaluator of our own (never Python's eval).
 
 Names visible to an expression: the source step's output fields at top level (so `route == 'x'`
 and `approved` read naturally), plus `output`, `context`, `steps` and `input`. Dict keys read as
-attributes (`context.question`).
+attributes (`context.question`). What the language holds and why it is its own evaluator:
+workflows/engine/evaluator.py; the limits an evaluation runs under: workflows/engine/expression_limits.py.
+
+`parse` refuses at save what can be known without the data: node types, operators, functions and
+methods outside the allow-list, and constant parts that would pass a limit (`'a' * 10**9`).
 """
 
 from __future__ import annotations
@@ -13,32 +17,25 @@ from collections.abc import Mapping
 from functools import lru_cache
 from typing import Any
 
-import simpleeval
-
+from workflows.engine import expression_limits as lim
 from workflows.engine.errors import ExpressionError
+from workflows.engine.evaluator import ALLOWED_NODES, Evaluator
+from workflows.engine.expression_functions import FUNCTIONS, TEXT_METHODS, text_of
+from workflows.engine.expression_limits import Budget, ExpressionLimit, MissingValue
 
-
-class MissingValue(ExpressionError):
-    """The expression names a value the context does not hold (yet)."""
-
+__all__ = ["Budget", "ExpressionLimit", "MissingValue", "check_templates", "condition_names", "evaluate",
+           "parse", "render", "template_expressions"]
 
 _TEMPLATE = re.compile(r"\{\{\s*(.*?)\s*\}\}")
-_FUNCTIONS = {
-    "len": len,
-    "str": str,
-    "int": int,
-    "float": float,
-    "bool": bool,
-    "lower": lambda s: str(s).lower(),
-    "upper": lambda s: str(s).upper(),
-    "contains": lambda haystack, needle: needle in haystack,
-}
-
 
 # Conditions and templates are short; these bounds keep a hostile one from costing the parser or the
 # evaluator's recursion anything (README, "Graph format").
 MAX_EXPRESSION_CHARS = 2000
 MAX_EXPRESSION_DEPTH = 50
+_REFUSED_OPERATORS = {ast.LShift: "<<", ast.RShift: ">>", ast.BitOr: "|", ast.BitXor: "^", ast.BitAnd: "&",
+                      ast.MatMult: "@", ast.Invert: "~"}
+_CONSTANT_TYPES = (str, int, float, bool, type(None))
+_FOLDED_MOST = 1000  # items plus characters of one folded constant
 
 
 def _short(expression: str) -> str:
@@ -57,8 +54,9 @@ def _depth(tree: ast.AST) -> int:
 
 
 @lru_cache(maxsize=4096)
-def parse(expression: str) -> ast.Expr:
-    """Parse once and cache; raises ExpressionError with the parser's reason."""
+def parse(expression: str) -> ast.expr:
+    """Parse, check against the allow-list and fold constants, once (cached); raises
+    ExpressionError with the reason."""
     if not isinstance(expression, str) or not expression.strip():
         raise ExpressionError("expression is empty")
     if len(expression) > MAX_EXPRESSION_CHARS:
@@ -73,33 +71,126 @@ def parse(expression: str) -> ast.Expr:
     except ValueError as exc:  # a NUL character (Python 3.11 raises ValueError, later versions SyntaxError)
         raise ExpressionError(f"does not parse: {exc} in {_short(expression)}") from None
     if _depth(tree) > MAX_EXPRESSION_DEPTH:
-        # The evaluator (simpleeval) recurses once per level; refuse at save, not at run time.
+        # The evaluator recurses once per level; refuse at save, not at run time.
         raise ExpressionError(f"is nested too deeply ({MAX_EXPRESSION_DEPTH} levels at most) in "
                               f"{_short(expression)}")
-    # simpleeval refuses dunder access at evaluation; refuse it at save time too.
-    for node in ast.walk(tree):
-        if isinstance(node, ast.Attribute) and node.attr.startswith("_"):
-            raise ExpressionError(f"access to {node.attr!r} is not allowed in {expression!r}")
-        if isinstance(node, ast.Name) and node.id.startswith("__"):
-            raise ExpressionError(f"name {node.id!r} is not allowed in {expression!r}")
-        if isinstance(node, (ast.Lambda, ast.NamedExpr, ast.Await, ast.Yield, ast.YieldFrom)):
-            raise ExpressionError(f"{type(node).__name__.lower()} is not allowed in {expression!r}")
-    return tree.body  # type: ignore[return-value]
-
-
-def evaluate(expression: str, names: Mapping[str, Any]) -> Any:
-    parsed = parse(expression)
-    evaluator = simpleeval.EvalWithCompoundTypes(names=dict(names), functions=_FUNCTIONS)
+    nodes = list(ast.walk(tree.body))
+    # Reaching for internals (`__import__`, `x.__class__`) is named first, whatever else is wrong.
+    for check in (_internal, _foreign, _refused):
+        problem = next((found for found in map(check, nodes) if found), None)
+        if problem:
+            raise ExpressionError(f"{problem} in {_short(expression)}")
     try:
-        return evaluator.eval(expression.strip(), previously_parsed=parsed)
-    except simpleeval.NameNotDefined as exc:
-        raise MissingValue(f"{exc.name!r} is not defined in {expression!r}") from None
-    except simpleeval.AttributeDoesNotExist as exc:
-        raise MissingValue(f"{exc.attr!r} does not exist in {expression!r}") from None
-    except KeyError as exc:
-        raise MissingValue(f"{exc.args[0]!r} does not exist in {expression!r}") from None
-    except simpleeval.InvalidExpression as exc:
-        raise ExpressionError(f"{exc} ") from None
+        # One budget for all the constant parts: parsing costs no more than one evaluation.
+        return _fold(tree.body, Budget())
+    except ExpressionError as exc:
+        raise ExpressionError(f"{exc} in {_short(expression)}") from None
+    except Exception as exc:  # noqa: BLE001 - a constant part that can only fail (`1/0`, `int('x')`)
+        raise ExpressionError(f"{type(exc).__name__}: {exc} in {_short(expression)}") from None
+
+
+def _internal(node: ast.AST) -> str | None:
+    if isinstance(node, ast.Attribute) and node.attr.startswith("_"):
+        return f"access to {node.attr!r} is not allowed"
+    if isinstance(node, ast.Name) and node.id.startswith("__"):
+        return f"name {node.id!r} is not allowed"
+    return None
+
+
+def _foreign(node: ast.AST) -> str | None:
+    """A node type or operator outside the allow-list."""
+    if isinstance(node, ast.keyword):
+        return "keyword arguments are not allowed"
+    if type(node) in _REFUSED_OPERATORS:
+        return f"operator {_REFUSED_OPERATORS[type(node)]!r} is not allowed"
+    if not isinstance(node, ALLOWED_NODES):
+        return f"{type(node).__name__.lower()} is not allowed"
+    return None
+
+
+def _refused(node: ast.AST) -> str | None:
+    """Why the allow-list refuses this (allowed type of) node, or None."""
+    if isinstance(node, ast.Constant) and not isinstance(node.value, _CONSTANT_TYPES):
+        return f"{type(node.value).__name__} constants are not allowed"
+    if isinstance(node, ast.Dict) and None in node.keys:
+        return "** unpacking is not allowed"
+    if isinstance(node, ast.FormattedValue) and (node.conversion != -1 or node.format_spec is not None):
+        return "format specifications and conversions are not allowed in f-strings"
+    if isinstance(node, ast.comprehension):
+        targets = node.target.elts if isinstance(node.target, ast.Tuple) else [node.target]
+        if node.is_async or not all(isinstance(t, ast.Name) for t in targets):
+            return "a comprehension assigns plain names only"
+    if isinstance(node, ast.Call):
+        return _refused_call(node)
+    return None
+
+
+def _refused_call(node: ast.Call) -> str | None:
+    if node.keywords:
+        return "keyword arguments are not allowed"
+    func = node.func
+    if isinstance(func, ast.Name) and func.id not in FUNCTIONS:
+        return f"function {func.id!r} is not allowed (functions: {', '.join(sorted(FUNCTIONS))})"
+    if isinstance(func, ast.Attribute) and func.attr not in TEXT_METHODS:
+        return f"method {func.attr!r} is not allowed (text methods: {', '.join(sorted(TEXT_METHODS))})"
+    if not isinstance(func, (ast.Name, ast.Attribute)):
+        return "only functions and text methods can be called"
+    return None
+
+
+def _has_names(node: ast.AST) -> bool:
+    return any(isinstance(child, ast.Name) for child in ast.walk(node))
+
+
+def _immutable(value: Any, room: list[int]) -> bool:
+    """Immutable and small: a folded constant is kept with the parse (cached), so it may not be a
+    64 KiB text or a 10,000-item tuple; `room` is the items and characters left to it."""
+    room[0] -= 1 + (len(value) if isinstance(value, str) else 0)
+    if room[0] < 0:
+        return False
+    if isinstance(value, (tuple, frozenset)):
+        return all(_immutable(item, room) for item in value)
+    return isinstance(value, _CONSTANT_TYPES)
+
+
+def _fold(node: ast.expr, budget: Budget) -> ast.expr:
+    """Evaluate the parts that read no names, once: one that fails (passes a limit, divides by
+    zero) would fail every time it is reached, so it is refused now; an immutable result replaces
+    its part (`route in ('a', 'b')` builds no tuple per evaluation)."""
+    if isinstance(node, ast.Constant):
+        return node
+    if not _has_names(node):
+        if isinstance(node, (ast.Slice, ast.FormattedValue)):  # parts of a node, not values
+            return node
+        value = Evaluator({}, budget).eval(node)
+        if isinstance(value, set):
+            value = frozenset(value)
+        return ast.copy_location(ast.Constant(value=value), node) if _immutable(value, [_FOLDED_MOST]) else node
+    _fold_inside(node, budget)
+    return node
+
+
+def _fold_inside(node: ast.AST, budget: Budget) -> None:
+    for field, old in ast.iter_fields(node):
+        if isinstance(old, ast.expr):
+            setattr(node, field, _fold(old, budget))
+        elif isinstance(old, ast.AST):  # a comprehension's `for ... in ... if ...`
+            _fold_inside(old, budget)
+        elif isinstance(old, list):
+            for i, item in enumerate(old):
+                if isinstance(item, ast.expr):
+                    old[i] = _fold(item, budget)
+                elif isinstance(item, ast.AST):
+                    _fold_inside(item, budget)
+
+
+def evaluate(expression: str, names: Mapping[str, Any], budget: Budget | None = None) -> Any:
+    """The expression's value, within `budget` (a fresh one of MAX_STEPS when not given)."""
+    parsed = parse(expression)
+    try:
+        return Evaluator(names, budget or Budget()).eval(parsed)
+    except ExpressionError as exc:
+        raise type(exc)(f"{exc} in {expression!r}") from None
     except Exception as exc:  # noqa: BLE001 - any evaluation error is the expression's fault
         raise ExpressionError(f"{type(exc).__name__}: {exc} in {expression!r}") from None
 
@@ -117,41 +208,61 @@ def template_expressions(text: str) -> list[str]:
     return _TEMPLATE.findall(text)
 
 
-def render(value: Any, names: Mapping[str, Any]) -> Any:
-    """Render `{{ expr }}` placeholders in strings, recursively through lists and dicts.
+def render(value: Any, names: Mapping[str, Any], budget: Budget | None = None) -> Any:
+    """Render `{{ expr }}` placeholders in strings, recursively through lists and dicts, all within
+    one budget (a node's whole config renders within MAX_STEPS).
 
-    A string that is exactly one placeholder keeps the value's type (an amount stays a number).
+    A string that is exactly one placeholder keeps the value's type (an amount stays a number); a
+    collection comes back as a copy, so nothing downstream can change the context through it.
+    Placeholders inside text render as text; each rendered string is at most MAX_RENDERED_CHARS.
     """
+    budget = budget or Budget()
     if isinstance(value, str):
         match = _TEMPLATE.fullmatch(value.strip())
         # "{{ a }} and {{ b }}" also fullmatches (the group swallows "a }} and {{ b"): one placeholder only.
         if match and len(_TEMPLATE.findall(value)) == 1:
-            return _lenient(match.group(1), names)
-        return _TEMPLATE.sub(lambda m: _to_text(_lenient(m.group(1), names)), value)
+            return _copied(_lenient(match.group(1), names, budget), budget)
+        return _filled(value, names, budget)
     if isinstance(value, list):
-        return [render(item, names) for item in value]
+        return [render(item, names, budget) for item in value]
     if isinstance(value, dict):
-        return {key: render(item, names) for key, item in value.items()}
+        return {key: render(item, names, budget) for key, item in value.items()}
     return value
 
 
-def _lenient(expression: str, names: Mapping[str, Any]) -> Any:
+def _filled(text: str, names: Mapping[str, Any], budget: Budget) -> str:
+    parts: list[str] = []
+    size = 0
+    last = 0
+    for match in _TEMPLATE.finditer(text):
+        parts.append(text[last:match.start()])
+        value = _lenient(match.group(1), names, budget)
+        parts.append("" if value is None else text_of(value, budget, lim.MAX_RENDERED_CHARS - size))
+        size += len(parts[-2]) + len(parts[-1])
+        lim.check_text(size, lim.MAX_RENDERED_CHARS)
+        budget.charge_text(len(parts[-1]))
+        last = match.end()
+    parts.append(text[last:])
+    return "".join(parts)
+
+
+def _copied(value: Any, budget: Budget) -> Any:
+    if isinstance(value, Mapping):
+        budget.charge(len(value) + 1)
+        return {key: _copied(item, budget) for key, item in value.items()}
+    if isinstance(value, (list, tuple)):
+        budget.charge(len(value) + 1)
+        return [_copied(item, budget) for item in value]
+    return value
+
+
+def _lenient(expression: str, names: Mapping[str, Any], budget: Budget) -> Any:
     # A template naming a value not set yet renders empty (like `{{ context.observations }}` before
     # the first observation); conditions stay strict, since a typo there silently misroutes.
     try:
-        return evaluate(expression, names)
+        return evaluate(expression, names, budget)
     except MissingValue:
         return None
-
-
-def _to_text(value: Any) -> str:
-    if value is None:
-        return ""
-    if isinstance(value, (dict, list)):
-        import json
-
-        return json.dumps(value, sort_keys=True)
-    return str(value)
 
 
 def check_templates(value: Any) -> list[str]:

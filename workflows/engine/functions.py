@@ -6,6 +6,7 @@ registered here (by the project or a deployment's own module) can run.
 
 from __future__ import annotations
 
+import inspect
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
@@ -50,3 +51,13 @@ def get_function(name: str) -> Function | None:
 
 def function_names() -> list[str]:
     return sorted(_FUNCTIONS)
+
+
+def describe_functions() -> list[dict[str, str]]:
+    """Every registered function, by name, with the first paragraph of its docstring (the editor's
+    picker shows it)."""
+    out = []
+    for name in sorted(_FUNCTIONS):
+        doc = inspect.getdoc(_FUNCTIONS[name]) or ""
+        out.append({"name": name, "doc": " ".join(doc.split("\n\n")[0].split())})
+    return out

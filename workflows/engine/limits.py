@@ -23,8 +23,18 @@ MAX_ATTEMPTS = 100                   # retry.max_attempts
 MAX_BACKOFF_S = DAY_S                # retry.backoff_s and retry.max_backoff_s
 MAX_WAIT_S = YEAR_S                  # a wait node's seconds
 MAX_LLM_TOKENS = 10_000_000          # an llm node's max_tokens
+MAX_LLM_CACHE_TTL_S = 90 * DAY_S    # an llm node's cache.ttl_s
 MAX_SCRIPT_DELAY_S = DAY_S           # a scripted llm response's delay_s
 MAX_POSITION = 1e7                   # the editor's node coordinates
+
+# The size of one graph. Scheduling and validation are linear in it (graph.find_loops), so these bound
+# the work and memory one version costs every process that runs it (each caches the parsed graph),
+# not an algorithm's blow-up. 1,000 nodes is >100x the largest example (9) and more than the editor and
+# the live view can show legibly; an instance's state (visits and join records per node) stays well
+# inside the 1 MB payload limit. 5,000 edges is five per node on average: room for routers with many
+# routes and wide fan-out/fan-in (a 1,000-way split and join needs 2,000).
+MAX_NODES = 1_000
+MAX_EDGES = 5_000
 
 # An operator's grants on a review decision (workflows/review.py, the decision form).
 MAX_GRANT_TRANSITIONS = MAX_TRANSITIONS
@@ -53,3 +63,8 @@ MAX_JSON_DEPTH = 64
 # budget_usd a decimal with 8 digits before the point.
 MAX_TOTAL_TRANSITIONS = 2_147_483_647
 MAX_TOTAL_BUDGET_USD = Decimal(10_000_000)
+
+# A workflow's declared start input (the graph's `input` key, workflows/engine/inputs.py).
+MAX_INPUT_FIELDS = 200               # top-level fields
+MAX_INPUT_DEPTH = 8                  # levels of nested object fields
+MAX_INPUT_SCHEMA_BYTES = 64_000      # the schema as JSON

@@ -1,19 +1,18 @@
 """LLM providers: `scripted` (offline, returns configured responses in order) and `openai`
-(any OpenAI-compatible chat-completions endpoint, called with aiohttp so hundreds of calls can be
-in flight on one event loop; httpx's pool degrades at that concurrency, see docs/STACK_NOTES.md).
+(any OpenAI-compatible chat-completions endpoint, called through the guarded asyncio outbound client,
+aiohttp underneath so hundreds of calls can be in flight on one event loop; see docs/STACK_NOTES.md).
 """
 
 from __future__ import annotations
 
-import asyncio
-import weakref
+import json
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-import aiohttp
-
-from workflows.engine.errors import PermanentStepError, ProviderError, StepTimeout
+from workflows.engine import outbound
+from workflows.engine.errors import OutboundBlocked, PermanentStepError, ProviderError, StepTimeout
+from workflows.engine.secrets import scrub_text
 
 
 @dataclass
@@ -43,57 +42,47 @@ def scripted_reply(script: list[dict[str, Any]], call_index: int) -> tuple[LLMRe
     return reply, float(entry.get("delay_s") or 0)
 
 
-# One aiohttp session and one concurrency bound per event loop and base URL.
-_sessions: weakref.WeakKeyDictionary[asyncio.AbstractEventLoop, dict[str, aiohttp.ClientSession]] = (
-    weakref.WeakKeyDictionary()
-)
-_bounds: weakref.WeakKeyDictionary[asyncio.AbstractEventLoop, dict[str, asyncio.Semaphore]] = (
-    weakref.WeakKeyDictionary()
-)
-
-
-def _session_for(base_url: str, limit: int) -> tuple[aiohttp.ClientSession, asyncio.Semaphore]:
-    loop = asyncio.get_running_loop()
-    sessions = _sessions.setdefault(loop, {})
-    bounds = _bounds.setdefault(loop, {})
-    session = sessions.get(base_url)
-    if session is None or session.closed:
-        session = aiohttp.ClientSession(connector=aiohttp.TCPConnector(limit=limit, limit_per_host=limit))
-        sessions[base_url] = session
-        bounds[base_url] = asyncio.Semaphore(limit)
-    return session, bounds[base_url]
-
-
 async def close_sessions() -> None:
-    loop = asyncio.get_running_loop()
-    for session in _sessions.pop(loop, {}).values():
-        await session.close()
-    _bounds.pop(loop, None)
+    await outbound.close_pools()
 
 
 async def openai_chat(*, base_url: str, api_key: str, model: str, messages: list[dict[str, Any]],
-                      timeout_s: float, limit: int, extra: Mapping[str, Any] | None = None) -> LLMReply:
-    session, bound = _session_for(base_url, limit)
+                      timeout_s: float, limit: int, extra: Mapping[str, Any] | None = None,
+                      policy: outbound.Policy, traceparent: str | None = None) -> LLMReply:
+    """`policy` says where the base URL may point: trusted for the operator's STEADYFLOW_LLM_BASE_URL
+    (a local model server is fine), untrusted for anything users can type."""
     headers = {"Content-Type": "application/json"}
+    if traceparent:
+        headers["traceparent"] = traceparent  # the step's span (workflows/runtime/observe.py)
     if api_key:
         headers["Authorization"] = f"Bearer {api_key}"
     payload: dict[str, Any] = {"model": model, "messages": messages, **(extra or {})}
     url = base_url.rstrip("/") + "/chat/completions"
     try:
-        async with bound, asyncio.timeout(timeout_s):
-            async with session.post(url, json=payload, headers=headers) as response:
-                status = response.status
-                if status == 429 or status >= 500:
-                    raise ProviderError(f"LLM provider answered HTTP {status}", details={"status": status})
-                if status >= 400:
-                    text = (await response.text())[:300]
-                    raise ProviderError(f"LLM provider answered HTTP {status}: {text}", permanent=True,
-                                        details={"status": status})
-                data = await response.json(content_type=None)
-    except TimeoutError:
+        response = await outbound.arequest("POST", url, json=payload, headers=headers, timeout_s=timeout_s,
+                                           policy=policy, pool=base_url,
+                                           limit=limit)
+    except outbound.DeadlineExceeded:
         raise StepTimeout(f"LLM call timed out after {timeout_s:g} s") from None
-    except aiohttp.ClientError as exc:
-        raise ProviderError(f"LLM provider unreachable: {type(exc).__name__}: {exc}") from None
+    except OutboundBlocked:
+        raise
+    except (outbound.ResponseTooLarge, outbound.UndecodableBody) as exc:
+        raise ProviderError(f"LLM provider reply {exc.message}", permanent=True) from None
+    except outbound.TransportFailed as exc:
+        raise ProviderError(scrub_text(f"LLM provider unreachable: {exc.message}", (api_key,))) from None
+    status = response.status
+    if status == 429 or status >= 500:
+        raise ProviderError(f"LLM provider answered HTTP {status}", details={"status": status})
+    if status >= 400:
+        # A provider may echo the key it was sent ("Incorrect API key provided: sk-..."): the text goes
+        # into step errors and events, which every viewer reads.
+        text = scrub_text(response.text, (api_key,))[:300]
+        raise ProviderError(f"LLM provider answered HTTP {status}: {text}", permanent=True,
+                            details={"status": status})
+    try:
+        data = json.loads(response.body)
+    except (ValueError, UnicodeDecodeError):
+        raise ProviderError("LLM provider returned a body that is not JSON") from None
     try:
         message = data["choices"][0]["message"]
     except (KeyError, IndexError, TypeError):

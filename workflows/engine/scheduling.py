@@ -9,11 +9,17 @@ Join semantics (dead-path elimination, as in BPMN engines):
 - `join: all` (the default) activates the node once every forward incoming edge is resolved and at
   least one fired; if none fired the node is skipped and its own edges resolve as not fired.
 - `join: any` activates the node on the first fired forward edge; the rest of that wave is absorbed.
-- A back edge (closing a cycle) activates its target by itself whenever it fires.
+- A back edge (one returning to where a loop is entered, `Graph.is_back_edge`) activates its target
+  by itself whenever it fires, and starts a new round of the loop.
+- Inside a loop body edges are forward: a join there waits for the branches of its round and fires
+  once per round; its record is per round (`join_record`), so round N+1 starts fresh even when it
+  overtakes a late branch of round N. A branch not taken resolves at once (it is skipped for this
+  round), unless its node went back to the loop's start or left the loop: the round ended there.
 - Loops: the edges leaving one loop for the same target are one join input (`Graph.join_slot`), and
   an exit that did not fire stays open while its node goes round the loop again: only the node that
   stops looping resolves it. (Otherwise a join after `a <-> b` resolves "not fired" on the first
-  round and never starts when the loop ends.)
+  round and never starts when the loop ends.) The same holds for an inner loop's exits into the body
+  of the loop around it.
 """
 
 from __future__ import annotations
@@ -25,7 +31,8 @@ from typing import Any
 
 from workflows.engine.graph import Edge, Graph
 
-# target node -> {"edges": {join slot (an edge index, or "loop:<node>"): fired}, "started": bool}
+# target node -> {"edges": {join slot (an edge index, or "loop:<node>"): fired}, "started": bool,
+#                 "next": [later rounds' records, only while rounds overlap]}
 JoinState = dict[str, dict[str, Any]]
 
 
@@ -44,14 +51,17 @@ def edges_fired(graph: Graph, node_id: str, holds: Callable[[Edge], bool]) -> di
 def advance(graph: Graph, joins: JoinState, finished: str, fired: dict[int, bool]) -> Decision:
     """Resolve the outgoing edges of `finished`; mutates `joins` (the caller persists it)."""
     decision = Decision(fired_edges=[index for index, ok in fired.items() if ok])
-    work: deque[tuple[str, str, bool]] = deque()  # (target, join slot, fired)
+    work: deque[tuple[str, str, bool, bool]] = deque()  # (target, join slot, fired, from inside its loop)
     resolved: set[tuple[str, str]] = set()
 
-    def resolve(node_id: str, fired_here: dict[int, bool] | None) -> None:
-        """Resolve the edges leaving a node that finished (`fired_here`) or was skipped (None)."""
-        loop = graph.cycle_of(node_id)
+    def resolve(node_id: str, fired_here: dict[int, bool] | None, *, live_round: bool = False) -> None:
+        """Resolve the edges leaving a node that finished (`fired_here`) or was skipped (None).
+
+        `live_round`: the node was skipped by a dead branch inside its own loop, while the round
+        goes on elsewhere; its exits from the loop stay open like those of a node that goes round."""
         outgoing = graph.outgoing(node_id)
-        goes_round = fired_here is not None and any(fired_here.get(e.index) for e in outgoing if e.target in loop)
+        loop = graph.cycle_of(node_id)
+        taken = [e for e in outgoing if fired_here.get(e.index)] if loop and fired_here else []
         slots: dict[tuple[str, str], bool] = {}
         for edge in outgoing:
             did_fire = bool(fired_here and fired_here.get(edge.index))
@@ -59,47 +69,103 @@ def advance(graph: Graph, joins: JoinState, finished: str, fired: dict[int, bool
                 if did_fire:
                     decision.activate.append(edge.target)
                 continue
-            if goes_round and not did_fire:
-                continue  # a loop exit not taken this round: the next round decides it
+            if not did_fire and loop and stays_open(graph, edge, taken, live_round):
+                continue
             key = (edge.target, graph.join_slot(edge))
             slots[key] = slots.get(key, False) or did_fire
         for key, did_fire in slots.items():
             if key not in resolved:  # a join input resolves once per wave
                 resolved.add(key)
-                work.append((*key, did_fire))
+                work.append((*key, did_fire, key[0] in loop))
 
-    def skip(node_id: str) -> None:
+    def skip(node_id: str, inside: bool) -> None:
         decision.skipped.append(node_id)
-        resolve(node_id, None)
+        resolve(node_id, None, live_round=inside)
 
     resolve(finished, fired)
     while work:
-        target, slot, did_fire = work.popleft()
+        target, slot, did_fire, inside = work.popleft()
         inputs = graph.join_slots(target)
         if len(inputs) == 1:
             if did_fire:
                 decision.activate.append(target)
             else:
-                skip(target)
+                skip(target, inside)
             continue
 
-        record = joins.setdefault(target, {"edges": {}, "started": False})
-        record["edges"][slot] = bool(record["edges"].get(slot)) or did_fire
+        # One record per round: the n-th resolution of an input belongs to the n-th round that is
+        # still open, so round N+1's branches never count towards round N's join.
+        record = join_record(joins, target, slot)
+        record["edges"][slot] = did_fire
         join_any = graph.nodes[target].join == "any"
         if join_any and did_fire and not record["started"]:
             record["started"] = True
             decision.activate.append(target)
-        if all(s in record["edges"] for s in inputs):
-            any_fired = any(record["edges"][s] for s in inputs)
-            del joins[target]
-            if not any_fired:
-                skip(target)
+        complete = len(record["edges"]) == len(inputs)
+        if complete:
+            close_round(joins, target, record)
+            if not any(record["edges"][s] for s in inputs):
+                skip(target, inside)
             elif not join_any:
                 decision.activate.append(target)
 
     # A node reached twice in one resolution (two back edges) runs once.
     decision.activate = list(dict.fromkeys(decision.activate))
     return decision
+
+
+def join_record(joins: JoinState, target: str, slot: str) -> dict[str, Any]:
+    """The record of the round an input of `target` resolves for: the oldest open round that has not
+    had that input yet (each input resolves once per round), else a new round.
+
+    Rounds overlap only when a loop goes round before every branch of its round resolved (an `any`
+    join that started early); the later rounds wait in the first one's "next" list."""
+    head = joins.get(target)
+    if head is None:
+        head = joins[target] = {"edges": {}, "started": False}
+        return head
+    if slot not in head["edges"]:
+        return head
+    later: list[dict[str, Any]] = head.setdefault("next", [])
+    for record in later:
+        if slot not in record["edges"]:
+            return record
+    later.append({"edges": {}, "started": False})
+    return later[-1]
+
+
+def close_round(joins: JoinState, target: str, record: dict[str, Any]) -> None:
+    """Drop a round whose inputs have all resolved; the next open round (if any) becomes the head."""
+    head = joins[target]
+    later: list[dict[str, Any]] = head.pop("next", [])
+    if record is not head:
+        later.remove(record)
+        rest = head
+    elif later:
+        rest = later.pop(0)
+    else:
+        del joins[target]
+        return
+    joins[target] = rest
+    if later:
+        rest["next"] = later
+
+
+def stays_open(graph: Graph, edge: Edge, taken: list[Edge], skipped_in_round: bool) -> bool:
+    """Whether a forward edge its source (on a loop) did not take stays unresolved for now.
+
+    A loop's exit stays open while its source goes round that loop (took an edge staying in it):
+    only the node that stops looping resolves it. A branch inside the round resolves at once
+    (dead-path elimination within the round), unless the source went back to a loop's start or
+    left its loop: then this round ends here, and the branches it did not take are not skipped."""
+    if graph.is_exit(edge):
+        return skipped_in_round or any(graph.in_loop_left_by(edge, e.target) for e in taken)
+    if skipped_in_round:
+        return False
+    if any(graph.is_back_edge(e) for e in taken):
+        return True
+    return any(graph.is_exit(e) for e in taken) and not any(
+        not graph.is_back_edge(e) and not graph.is_exit(e) for e in taken)
 
 
 @dataclass(frozen=True)

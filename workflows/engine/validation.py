@@ -1,9 +1,11 @@
 """Graph validation: every issue names the node or edge it is about.
 
-Checks, in order: JSON shape, node ids and types, each config against its type's JSON Schema,
-edges (dangling, duplicate, `when` that does not parse), start/end, reachability, unconditional
-cycles (Kahn's algorithm over the unconditional edges; the cycle is named), and each kind's own
-checks.
+Checks: JSON shape, the graph's size (limits.MAX_NODES, MAX_EDGES), the declared start input
+(workflows/engine/inputs.py), node ids and types, each config against its type's JSON Schema, edges
+(dangling, duplicate, `when` that does not parse), start/end, reachability, unconditional cycles
+(Kahn's algorithm over the unconditional edges; the cycle is named), route literals in conditions,
+and each kind's own checks. Every problem is reported in one pass. Every check is linear in the
+graph's size: one walk for reachability, one sort for cycles, sets and dicts for lookups.
 """
 
 from __future__ import annotations
@@ -15,9 +17,9 @@ from typing import Any
 
 import jsonschema
 
-from workflows.engine import expressions, limits
+from workflows.engine import expressions, inputs, limits, route_checks
 from workflows.engine.errors import ExpressionError, GraphInvalid, GraphIssue
-from workflows.engine.graph import Graph
+from workflows.engine.graph import Edge, Graph, GraphSettings
 from workflows.engine.nodes import known_kinds
 
 QUEUES = ("ai", "io", "default")
@@ -158,13 +160,27 @@ def validate_graph(data: Any) -> list[GraphIssue]:
         return [GraphIssue("'nodes' must be a non-empty list")]
     if not isinstance(edges, list):
         return [GraphIssue("'edges' must be a list")]
+    # Before any per-node work: past the bounds, nothing else is looked at.
+    too_big = [GraphIssue(f"the graph has {len(items):,} {what}: {bound:,} at most ({name})", field=what)
+               for items, what, bound, name in ((nodes, "nodes", limits.MAX_NODES, "MAX_NODES"),
+                                                (edges, "edges", limits.MAX_EDGES, "MAX_EDGES"))
+               if len(items) > bound]
+    if too_big:
+        return too_big
     if "settings" in data:
         issues += _schema_issues(data["settings"], _SETTINGS_SHAPE, "settings")
+
+    if "input" in data:
+        issues += inputs.schema_issues(data["input"])
 
     kinds = known_kinds()
     seen: set[str] = set()
     named: set[str] = set()  # every id written, even on a malformed node: edges to it are not dangling
-    good_nodes = []
+    # What the structural checks see: every node with a usable id, even one whose config (or shape)
+    # is wrong, so a bad config does not hide a cycle or a dead end until it is fixed.
+    skeleton: list[dict[str, Any]] = []
+    in_skeleton: set[str] = set()
+    checkable: set[str] = set()  # nodes whose config passed: their kind's own checks can run
     for i, raw in enumerate(nodes):
         if not isinstance(raw, dict):
             issues.append(GraphIssue(f"node {i + 1} must be an object", node=f"#{i + 1}"))
@@ -173,6 +189,9 @@ def validate_graph(data: Any) -> list[GraphIssue]:
         label = node_id if isinstance(node_id, str) else f"#{i + 1}"
         if isinstance(node_id, str):
             named.add(node_id)
+            if node_id not in in_skeleton:
+                in_skeleton.add(node_id)
+                skeleton.append(_skeleton_node(raw))
         shape_issues = _schema_issues(raw, _NODE_SHAPE, "node", node=label)
         if shape_issues:
             issues += shape_issues
@@ -191,18 +210,10 @@ def validate_graph(data: Any) -> list[GraphIssue]:
             issues.append(GraphIssue(f"node '{node_id}': unknown node type '{raw['type']}' "
                                      f"(known: {', '.join(sorted(kinds))})", node=node_id, field="type"))
             continue
-        config_issues = _schema_issues(raw.get("config") or {}, kind.config_schema, "config", node=node_id)
-        for message in expressions.check_templates(
-            {k: v for k, v in (raw.get("config") or {}).items() if k not in kind.raw_config_keys}
-        ):
-            config_issues.append(GraphIssue(f"node '{node_id}': template {message}", node=node_id,
-                                            field="config"))
-        fallback = raw.get("fallback")
-        if fallback and fallback.get("mode") == "rule" and "route" not in fallback and "output" not in fallback:
-            config_issues.append(GraphIssue(f"node '{node_id}': a rule fallback needs a route or an output",
-                                            node=node_id, field="fallback"))
+        config_issues = _node_config_issues(raw, node_id, kind)
         issues += config_issues
-        good_nodes.append(raw)
+        if not config_issues:
+            checkable.add(node_id)
 
     good_edges = []
     pairs: set[tuple[str, str, str | None]] = set()
@@ -225,22 +236,45 @@ def validate_graph(data: Any) -> list[GraphIssue]:
                 expressions.parse(when)
             except ExpressionError as exc:
                 issues.append(GraphIssue(f"{name}: condition {exc}", edge=i, field="when"))
-                continue
+                checkable.discard(source)  # its route literals cannot be read
         if (source, target, when) in pairs:
             issues.append(GraphIssue(f"{name}: duplicate edge", edge=i))
             continue
         pairs.add((source, target, when))
-        if source in seen and target in seen:
-            good_edges.append({**raw, "_index": i})
+        if source in in_skeleton and target in in_skeleton:
+            # A condition that does not parse still makes the edge conditional for the cycle check.
+            good_edges.append(Edge(index=i, source=source, target=target, when=when))
 
-    if issues:
-        # Structural checks below need well-formed nodes and edges to say anything true.
-        return issues
-    return _structure_issues(data, good_nodes, good_edges)
+    # Structural checks run on the skeleton whatever else is wrong: every problem in one pass.
+    return issues + _structure_issues(skeleton, good_edges, checkable)
 
 
-def _structure_issues(data: dict[str, Any], nodes: list[dict[str, Any]],
-                      edges: list[dict[str, Any]]) -> list[GraphIssue]:
+def _skeleton_node(raw: dict[str, Any]) -> dict[str, Any]:
+    """The parts of a (possibly malformed) node the structural checks read."""
+    node_type = raw.get("type")
+    out: dict[str, Any] = {"id": raw["id"], "type": node_type if isinstance(node_type, str) else "?"}
+    for key in ("config", "fallback"):
+        if isinstance(raw.get(key), dict):
+            out[key] = raw[key]
+    return out
+
+
+def _node_config_issues(raw: dict[str, Any], node_id: str, kind: Any) -> list[GraphIssue]:
+    """A node's config against its kind's schema, its templates, and its fallback."""
+    config_issues = _schema_issues(raw.get("config") or {}, kind.config_schema, "config", node=node_id)
+    for message in expressions.check_templates(
+        {k: v for k, v in (raw.get("config") or {}).items() if k not in kind.raw_config_keys}
+    ):
+        config_issues.append(GraphIssue(f"node '{node_id}': template {message}", node=node_id,
+                                        field="config"))
+    fallback = raw.get("fallback")
+    if fallback and fallback.get("mode") == "rule" and "route" not in fallback and "output" not in fallback:
+        config_issues.append(GraphIssue(f"node '{node_id}': a rule fallback needs a route or an output",
+                                        node=node_id, field="fallback"))
+    return config_issues
+
+
+def _structure_issues(nodes: list[dict[str, Any]], edges: list[Edge], checkable: set[str]) -> list[GraphIssue]:
     issues: list[GraphIssue] = []
     starts = [n["id"] for n in nodes if n["type"] == "start"]
     ends = [n["id"] for n in nodes if n["type"] == "end"]
@@ -251,22 +285,22 @@ def _structure_issues(data: dict[str, Any], nodes: list[dict[str, Any]],
                                  node=starts[1] if len(starts) > 1 else None))
     if not ends:
         issues.append(GraphIssue("the graph needs at least one end node (found none)"))
-    if issues:
-        return issues
 
-    graph = Graph.from_json(data)
-    start = starts[0]
-    for edge in graph.incoming(start):
-        issues.append(GraphIssue(f"edge {edge.index + 1} ({edge.label}): nothing may lead into the start node",
-                                 edge=edge.index, node=start))
+    # Edges keep their index in the document, so every message names the edge the designer sees.
+    graph = Graph(Graph.from_json({"nodes": nodes}).nodes.values(), edges, GraphSettings())
+    if len(starts) == 1:
+        start = starts[0]
+        for edge in graph.incoming(start):
+            issues.append(GraphIssue(f"edge {edge.index + 1} ({edge.label}): nothing may lead into the "
+                                     "start node", edge=edge.index, node=start))
+        reachable = graph.reachable_from(start) | {start}
+        for node_id in graph.nodes:
+            if node_id not in reachable:
+                issues.append(GraphIssue(f"node '{node_id}' is unreachable from the start node", node=node_id))
     for end in ends:
         for edge in graph.outgoing(end):
-            issues.append(GraphIssue(f"edge {edge.index + 1} ({edge.label}): an end node has no outgoing edges",
-                                     edge=edge.index, node=end))
-    reachable = graph.reachable_from(start) | {start}
-    for node_id in graph.nodes:
-        if node_id not in reachable:
-            issues.append(GraphIssue(f"node '{node_id}' is unreachable from the start node", node=node_id))
+            issues.append(GraphIssue(f"edge {edge.index + 1} ({edge.label}): an end node has no outgoing "
+                                     "edges", edge=edge.index, node=end))
     for node in graph.nodes.values():
         if node.type not in ("start", "end") and not graph.outgoing(node.id):
             issues.append(GraphIssue(f"node '{node.id}' has no outgoing edge: every path must reach an end "
@@ -276,9 +310,11 @@ def _structure_issues(data: dict[str, Any], nodes: list[dict[str, Any]],
         path = " -> ".join(cycle + [cycle[0]])
         issues.append(GraphIssue(f"unconditional cycle {path}: every cycle must pass through a conditional "
                                  "edge or a router node", node=cycle[0]))
+    issues += route_checks.route_issues(graph, checkable)
     kinds = known_kinds()
     for node in graph.nodes.values():
-        issues += kinds[node.type].check(node, graph)
+        if node.id in checkable:
+            issues += kinds[node.type].check(node, graph)
     return issues
 
 

@@ -6,6 +6,7 @@ Public API (nothing outside this package imports a private name from it):
 - a worker's step: `claim_step`, `build_call`, `run_claimed`, `finish_step`,
   `finish_step_reconnecting`, `release_step`, `run_step` (the whole loop for one job)
 - from outside: `cancel_instance`, `expire_instance`
+- observability: `current_step` (the step this thread/task runs); commit observers in `observe`
 - on a locked instance, for operators' actions (review.py, operations.py, recovery.py): `UnitOfWork`,
   `lock`, `apply`, `resume`, `activate`, `stop_instance`, `start_compensation`, `resolve`,
   `fired_edges`, `budget_exceeded`, `check_payload`
@@ -46,6 +47,7 @@ from workflows.runtime.loop import (
     run_step,
     run_steps,
 )
+from workflows.runtime.observe import current_step
 from workflows.runtime.records import Claim, Outcome, StepOutputs, as_step_error
 from workflows.runtime.starting import start_instance, start_instances
 from workflows.runtime.transitions import (
@@ -61,7 +63,8 @@ from workflows.runtime.unit import UnitOfWork
 
 __all__ = [
     "activate", "apply", "as_step_error", "budget_exceeded", "build_call", "cancel_instance", "check_payload",
-    "Claim", "claim_step", "claim_steps", "COMPENSATE_PREFIX", "compensation_node", "conf", "engine_config",
+    "Claim", "claim_step", "claim_steps", "COMPENSATE_PREFIX", "compensation_node", "conf", "current_step",
+    "engine_config",
     "expire_instance", "finish_groups", "finish_groups_reconnecting", "finish_step", "finish_step_reconnecting",
     "finish_steps", "finish_steps_reconnecting", "fired_edges", "graph_for_version", "keeper", "lock",
     "node_for_step", "Outcome", "queue_for", "release_step", "resolve", "resume", "run_claimed", "run_step",

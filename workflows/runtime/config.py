@@ -13,10 +13,10 @@ from typing import Any
 from django.conf import settings
 
 from workflows.engine.errors import PayloadTooLarge
+from workflows.engine.event_kinds import COMPENSATE_PREFIX as COMPENSATE_PREFIX  # re-exported for the runtime
 from workflows.engine.graph import Graph, Node
 from workflows.engine.nodes import EngineConfig, NodeKind, known_kinds
 
-COMPENSATE_PREFIX = "compensate:"
 TRAIL_LENGTH = 50
 
 
@@ -30,6 +30,7 @@ def engine_config() -> EngineConfig:
         http_allowlist=tuple(conf("HTTP_ALLOWLIST")),
         llm_base_url=conf("LLM_BASE_URL"),
         llm_api_key=conf("LLM_API_KEY"),
+        llm_default_provider=conf("LLM_DEFAULT_PROVIDER"),
         llm_max_per_provider=conf("LLM_MAX_PER_PROVIDER"),
         llm_prices=settings.STEADYFLOW.get("LLM_PRICES", {}),
         default_timeout_s=conf("DEFAULT_STEP_TIMEOUT_S"),

@@ -22,10 +22,12 @@ from typing import Any
 
 from django.utils import timezone
 
+from workflows import credentials
 from workflows import store as stores
 from workflows.engine import expressions
 from workflows.engine.errors import ExpressionError, PayloadTooLarge, PermanentStepError
 from workflows.engine.nodes import NodeResult, StepCall, get_kind
+from workflows.engine.nodes.llm import provider_of
 from workflows.engine.statuses import INSTANCE_ACTIVE, InstanceStatus, StepStatus
 from workflows.models import StepRun, WorkflowInstance
 from workflows.runtime import transitions as tx
@@ -37,6 +39,7 @@ from workflows.runtime.config import (
     is_compensation,
     node_for_step,
 )
+from workflows.runtime.observe import step_traceparent
 from workflows.runtime.records import Claim, Outcome, StepOutputs
 from workflows.runtime.unit import UnitOfWork
 from workflows.store.orm import FinishRequest, is_spent
@@ -132,25 +135,38 @@ def build_call(claim: Claim, now: datetime | None = None) -> StepCall:
     steps = StepOutputs(inst.pk)
     names = {"context": inst.context, "steps": steps, "input": inst.input}
     raw = node.config
+    # `{{ secrets.NAME }}` become this attempt's placeholders before rendering: the renderer never
+    # sees a value, and the config the step records holds none (workflows/credentials.py).
+    scope, account = credentials.for_node(node, kind.raw_config_keys)
     try:
-        config = {key: (value if key in kind.raw_config_keys else expressions.render(value, names))
+        config = {key: (value if key in kind.raw_config_keys
+                        else expressions.render(scope.protect(value) if scope is not None else value, names))
                   for key, value in raw.items()}
     except ExpressionError as exc:
         raise PermanentStepError(f"node '{node.id}': template failed: {exc}") from None
     call_index = 0
-    if node.type == "llm" and raw.get("provider") == "scripted":
+    if node.type == "llm" and provider_of(raw, engine_config().llm_default_provider) == "scripted":
         earlier = stores.get_store().earlier_attempts(inst.pk, node.id, claim.step.visit)
         call_index = earlier + claim.step.attempt - 1
     gate = None
     if node.type == "llm":
         from workflows.breakers import DatabaseBreaker, provider_key
 
-        gate = DatabaseBreaker(provider_key(config))
+        gate = DatabaseBreaker(provider_key(config, account))
+    response_cache = None
+    if node.type == "llm" and raw.get("cache"):
+        # Only a node that opts in gets one: the others never query the cache table.
+        from workflows.llm_cache import DatabaseCache
+
+        response_cache = DatabaseCache(inst.definition_id, node.id, claim.step.pk, inst.pk)
     call = StepCall(
         node=node, config=config, context=inst.context, steps=steps, start_input=inst.input,
         instance_id=inst.pk, visit=claim.step.visit, attempt=claim.step.attempt,
-        idempotency_key=claim.step.idempotency_key, trace_id=inst.trace_id, now=now,
+        idempotency_key=claim.step.idempotency_key, now=now,
+        # The step's own span in the instance's trace (runtime/observe.py): what http and llm nodes send.
+        trace_id=step_traceparent(inst.trace_id, claim.step.pk, claim.step.attempt),
         activated_at=claim.step.created_at, engine=engine_config(), call_index=call_index, breaker=gate,
+        secrets=scope, provider=account, cache=response_cache,
     )
     claim.call = call
     return call
@@ -251,7 +267,15 @@ class _Finishing:
 
 
 def _checked(claim: Claim, outcome: Outcome) -> tuple[Outcome, str | None]:
-    """The payload limit on a successful output, serialised once (the check, the write)."""
+    """The payload limit on a successful output, serialised once (the check, the write); and no
+    secret the step was given in what it produced (an echo the node did not scrub, a traceback)."""
+    scope = claim.call.secrets if claim.call is not None else None
+    if scope:
+        if outcome.result is not None:
+            outcome.result.output = scope.scrub(outcome.result.output)
+            outcome.result.context_updates = scope.scrub(outcome.result.context_updates)
+        if outcome.error is not None:
+            scope.scrub_error(outcome.error)
     if outcome.error is None and outcome.result is not None and outcome.result.defer_until is None:
         try:
             return outcome, check_payload(f"output of step {claim.node.id}", outcome.result.output)
@@ -302,7 +326,8 @@ def _succeed(uow: UnitOfWork, step: StepRun, claim: Claim, result: NodeResult, a
     try:
         fired = tx.fired_edges(uow, step.node_id, result.output)
     except ExpressionError as exc:
-        tx.fail_attempt(uow, step, claim, PermanentStepError(f"edge condition failed: {exc}"))
+        # Names the edge and the reason; fail_attempt names the node.
+        tx.fail_attempt(uow, step, claim, PermanentStepError(str(exc)))
         return None
     usage = result.usage
     uow.update_step(step, status=StepStatus.SUCCEEDED, output=result.output, usage=usage, finished_at=uow.now,

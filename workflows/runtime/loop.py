@@ -20,6 +20,7 @@ from workflows.runtime.lifecycle import (
     finish_steps,
     timeout_for,
 )
+from workflows.runtime.observe import current_step
 from workflows.runtime.records import Claim, Outcome, as_step_error
 
 log = logging.getLogger("steadyflow.runtime")
@@ -31,10 +32,13 @@ def run_step(step_id: int, worker: str, queue: str | None = None) -> int:
     claim = claim_step(step_id, worker)
     ran = 0
     inline_allowed = conf("INLINE_CONTINUATION")
-    while claim is not None:
-        outcome = run_claimed(claim)
-        ran += 1
-        claim = finish_step_reconnecting(claim, outcome, allow_inline=inline_allowed)
+    try:
+        while claim is not None:
+            outcome = run_claimed(claim)
+            ran += 1
+            claim = finish_step_reconnecting(claim, outcome, allow_inline=inline_allowed)
+    finally:
+        current_step.set(None)
     return ran
 
 
@@ -45,10 +49,13 @@ def run_steps(step_ids: list[int], worker: str) -> int:
     claims = claim_steps(step_ids, worker)
     ran = 0
     inline_allowed = conf("INLINE_CONTINUATION")
-    while claims:
-        outcomes = [run_claimed(claim) for claim in claims]
-        ran += len(claims)
-        claims = finish_steps_reconnecting(claims, outcomes, allow_inline=inline_allowed)
+    try:
+        while claims:
+            outcomes = [run_claimed(claim) for claim in claims]
+            ran += len(claims)
+            claims = finish_steps_reconnecting(claims, outcomes, allow_inline=inline_allowed)
+    finally:
+        current_step.set(None)
     return ran
 
 
@@ -79,9 +86,11 @@ def run_claimed(claim: Claim) -> Outcome:
     """Run a synchronous handler under its timeout, its lease kept alive by the process's keeper."""
     from workflows.timeouts import time_limit
 
+    current_step.set(claim)  # log lines from here on name the step (until the next one or the job's end)
     try:
-        call = build_call(claim)
+        # The config's templates render inside the step's time limit: they are part of its work.
         with keeper.holding(claim.step.pk, claim.token), time_limit(timeout_for(claim), f"step {claim.node.id}"):
+            call = build_call(claim)
             result = claim.kind.run(call)
         return Outcome(result=result)
     except Exception as exc:  # noqa: BLE001 - a failing node must never take the worker down

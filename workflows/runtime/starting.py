@@ -2,7 +2,8 @@
 
 A start creates the instance, runs its start node (structural: it completes in the same
 transaction) and activates what follows, committing steps, events and a checkpoint together. A
-repeated idempotency key returns the instance the first request created.
+repeated idempotency key returns the instance the first request with it created on the same workflow
+definition (keys are unique per definition: the same key on another workflow starts that one).
 """
 
 from __future__ import annotations
@@ -17,10 +18,12 @@ from django.db import IntegrityError
 from django.utils import timezone
 
 from workflows import store as stores
+from workflows.engine.inputs import prepare_input
 from workflows.engine.statuses import InstanceStatus
 from workflows.models import WorkflowInstance, WorkflowVersion
 from workflows.runtime import transitions as tx
 from workflows.runtime.config import check_payload, conf, graph_for_version
+from workflows.runtime.observe import trace_parts
 from workflows.runtime.unit import UnitOfWork
 
 log = logging.getLogger("steadyflow.runtime")
@@ -39,15 +42,16 @@ def start_instances(version: WorkflowVersion, inputs: Sequence[dict[str, Any]], 
                     now: datetime | None = None) -> list[WorkflowInstance]:
     """Start one instance per input, all in one transaction, their first jobs enqueued together
     after it commits (one Redis round trip per queue). Returns the instances in input order; where
-    an idempotency key was used before, the instance that first used it."""
+    an idempotency key was used before on this definition, the instance that first used it."""
     keys = list(idempotency_keys or [None] * len(inputs))
     if len(keys) != len(inputs):
         raise ValueError("one idempotency key (or None) per input")
-    inputs = [dict(start_input or {}) for start_input in inputs]
+    inputs = declared_inputs(version, inputs)
     for start_input in inputs:
         check_payload("start input", start_input)
     store = stores.get_store()
-    existing = store.instances_by_keys([key for key in keys if key])
+    definition_id = version.definition_id
+    existing = store.instances_by_keys(definition_id, [key for key in keys if key])
     todo = [i for i, key in enumerate(keys) if not key or key not in existing]
     if len(set(keys[i] for i in todo if keys[i])) < len([i for i in todo if keys[i]]):
         raise ValueError("an idempotency key appears twice in one bulk start")
@@ -66,10 +70,22 @@ def start_instances(version: WorkflowVersion, inputs: Sequence[dict[str, Any]], 
             if len(todo) > 1:
                 return [start_instance(version, inputs[i], idempotency_key=keys[i], user=user, now=now)
                         for i in range(len(inputs))]
-            existing.update(store.instances_by_keys(keyed))
+            existing.update(store.instances_by_keys(definition_id, keyed))
             if keyed[0] not in existing:
                 raise
     return [created[i] if i in created else existing[keys[i] or ""] for i in range(len(inputs))]
+
+
+def declared_inputs(version: WorkflowVersion, inputs: Sequence[dict[str, Any]]) -> list[dict[str, Any]]:
+    """Each input with the defaults the workflow declares (graph `input`) filled in, checked against
+    that schema; raises InputInvalid naming the wrong fields (`inputs[2].amount` in a bulk start)."""
+    schema = graph_for_version(version.pk).input_schema
+    out = []
+    for i, start_input in enumerate(inputs):
+        bulk = len(inputs) > 1
+        out.append(prepare_input(schema, dict(start_input or {}), f"inputs[{i}]" if bulk else "input",
+                                 i if bulk else None))
+    return out
 
 
 def _create(version: WorkflowVersion, items: list[tuple[dict[str, Any], str | None]], user: Any,
@@ -79,16 +95,20 @@ def _create(version: WorkflowVersion, items: list[tuple[dict[str, Any], str | No
     budget = graph.settings.budget_usd
     store = stores.get_store()
     units: list[UnitOfWork] = []
+    # The start's conditions read only the input: decided here, before the transaction, so a
+    # failing one refuses the start (ExpressionError, a 400) and none runs inside it.
+    fired = [tx.start_edges(graph, start_input) for start_input, _ in items]
     with store.atomic():
         instances = store.create_instances([WorkflowInstance(
-            version=version, status=InstanceStatus.RUNNING, input=start_input, context=dict(start_input),
+            version=version, definition_id=version.definition_id, status=InstanceStatus.RUNNING,
+            input=start_input, context=dict(start_input),
             state={"visits": {}, "joins": {}, "budget_tokens": graph.settings.budget_tokens},
             max_transitions=graph.settings.max_transitions or conf("DEFAULT_MAX_TRANSITIONS"),
             deadline=now + timedelta(seconds=ttl), idempotency_key=key or None,
             created_by=user if getattr(user, "pk", None) else None, created_at=now, updated_at=now,
             budget_usd=Decimal(str(budget)) if budget is not None else None,
         ) for start_input, key in items])
-        for instance in instances:
+        for instance, start_fired in zip(instances, fired, strict=True):
             uow = UnitOfWork(instance, graph, now)
             uow.event("instance_started", version=version.number, definition=version.definition.slug,
                       trace_id=instance.trace_id)
@@ -96,9 +116,9 @@ def _create(version: WorkflowVersion, items: list[tuple[dict[str, Any], str | No
             uow.set_instance(loop_count=1, state=instance.state)
             step = tx.new_step(uow, start)
             step.output = instance.input
-            tx.resolve(uow, step, tx.fired_edges(uow, start, instance.input))
+            tx.resolve(uow, step, start_fired)
             units.append(uow)
         store.apply_many(units)
     for instance in instances:
-        log.info("instance started", extra={"instance": instance.pk, "trace_id": instance.trace_id})
+        log.info("instance started", extra={"instance": instance.pk, "trace_id": trace_parts(instance.trace_id)[0]})
     return instances

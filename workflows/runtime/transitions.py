@@ -7,7 +7,7 @@ time. Reads of other rows (steps to park, to cancel, to compensate) go through t
 from __future__ import annotations
 
 import secrets
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
 from dataclasses import replace
 from datetime import timedelta
 from decimal import Decimal
@@ -16,7 +16,7 @@ from typing import Any
 from workflows import store as stores
 from workflows.engine import expressions
 from workflows.engine.errors import ExpressionError, StepError
-from workflows.engine.graph import Node
+from workflows.engine.graph import Edge, Graph, Node
 from workflows.engine.nodes import get_kind
 from workflows.engine.retry import RetryPolicy
 from workflows.engine.scheduling import advance, count_activations, edges_fired
@@ -45,20 +45,36 @@ def may_run(instance: WorkflowInstance, node_id: str) -> bool:
     return instance.status in INSTANCE_ACTIVE
 
 
-def holds(uow: UnitOfWork, edge: Any, output: Any) -> bool:
-    inst = uow.instance
-    names = expressions.condition_names(output, inst.context, StepOutputs(inst.pk), inst.input)
-    return bool(expressions.evaluate(edge.when, names))
+def holds(names: Mapping[str, Any], edge: Edge) -> bool:
+    """An edge's condition; an error names the edge. Bounded by the evaluation budget
+    (workflows/engine/expression_limits.py), which is what makes evaluating it under the instance
+    lock acceptable: it costs at most MAX_STEPS steps, never an unbounded time or allocation."""
+    try:
+        return bool(expressions.evaluate(edge.when or "", names))
+    except ExpressionError as exc:
+        raise type(exc)(f"the condition of edge {edge.index + 1} ({edge.label}) failed: {exc}") from None
 
 
 def fired_edges(uow: UnitOfWork, node_id: str, output: Any) -> dict[int, bool]:
-    return edges_fired(uow.graph, node_id, lambda e: holds(uow, e, output))
+    inst = uow.instance
+    names = expressions.condition_names(output, inst.context, StepOutputs(inst.pk), inst.input)
+    return edges_fired(uow.graph, node_id, lambda edge: holds(names, edge))
+
+
+def start_edges(graph: Graph, start_input: dict[str, Any]) -> dict[int, bool]:
+    """The start node's outgoing conditions for a new instance, decided before its transaction:
+    they read only the input (the context is the input; no step has an output yet). Raises
+    ExpressionError naming the edge (a 400 at start)."""
+    names = expressions.condition_names(start_input, dict(start_input), {}, start_input)
+    return edges_fired(graph, graph.start_node, lambda edge: holds(names, edge))
 
 
 def redacted_input(claim: Claim) -> dict[str, Any] | None:
     if claim.call is None:
         return None
-    config = dict(claim.call.config)
+    # Secret references show as `{{ secrets.NAME }}`, never as values (engine/secrets.py).
+    scope = claim.call.secrets
+    config = dict(scope.masked(claim.call.config) if scope is not None else claim.call.config)
     if isinstance(config.get("headers"), dict):
         config["headers"] = {
             k: ("***" if any(word in k.lower() for word in _SECRET_HEADER_WORDS) else v)

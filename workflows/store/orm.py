@@ -16,7 +16,9 @@ from django.db.models import Sum
 
 from workflows.engine.statuses import StepStatus
 from workflows.models import Checkpoint, Event, ReviewItem, StepRun, WorkflowInstance
+from workflows.runtime import observe
 from workflows.runtime.unit import UnitOfWork
+from workflows.triggers import notifications
 
 
 class StaleWrite(Exception):
@@ -74,11 +76,13 @@ class OrmStore:
         created: list[WorkflowInstance] = WorkflowInstance.objects.bulk_create(instances)
         return created
 
-    def instances_by_keys(self, keys: list[str]) -> dict[str, WorkflowInstance]:
+    def instances_by_keys(self, definition_id: int, keys: list[str]) -> dict[str, WorkflowInstance]:
+        """The instances of one definition started with these idempotency keys, by key (a key is
+        unique per definition: the same key on another workflow is not this workflow's)."""
         if not keys:
             return {}
-        return {instance.idempotency_key: instance
-                for instance in WorkflowInstance.objects.filter(idempotency_key__in=keys)}
+        return {instance.idempotency_key: instance for instance in
+                WorkflowInstance.objects.filter(definition_id=definition_id, idempotency_key__in=keys)}
 
     def lock_instance(self, instance_id: int) -> WorkflowInstance:
         # The row lock serialises every transition of one instance: joins, loop counter, event seq.
@@ -242,6 +246,8 @@ class OrmStore:
                 raise StaleWrite(f"step {change.step.pk} is no longer {change.expect_status}")
 
     def after_commit(self, unit: UnitOfWork) -> None:
+        if observe.observers:
+            self.on_commit(lambda: observe.committed(unit))
         jobs = unit.jobs()
         if jobs:
             from workflows import dispatch
@@ -252,6 +258,7 @@ class OrmStore:
             from workflows import live
 
             self.on_commit(lambda: live.publish_commit(*announced))
+        notifications.after_commit_notices(unit, self.on_commit)
 
     def after_commit_many(self, units: list[UnitOfWork]) -> None:
         """The effects of several units: all their jobs in one enqueue (no batching across instances)."""
@@ -261,12 +268,17 @@ class OrmStore:
         announced = [a for a in (self.announced(unit) for unit in units) if a is not None]
 
         def effects() -> None:
+            if observe.observers:
+                for unit in units:
+                    observe.committed(unit)
             if jobs:
                 dispatch.enqueue_steps(jobs)
             for notice in announced:
                 live.publish_commit(*notice)
 
         self.on_commit(effects)
+        for unit in units:
+            notifications.after_commit_notices(unit, self.on_commit)
 
     @staticmethod
     def announced(unit: UnitOfWork) -> tuple[int, int, int] | None:

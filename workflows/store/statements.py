@@ -17,7 +17,7 @@ REVIEW = "workflows_reviewitem"
 INSTANCE_COLUMNS = (
     "id", "version_id", "status", "input", "context", "state", "loop_count", "max_transitions", "deadline",
     "open_steps", "event_seq", "trace_id", "idempotency_key", "halt_reason", "error", "tokens", "cost_usd",
-    "budget_usd", "created_by_id", "created_at", "updated_at", "finished_at",
+    "budget_usd", "created_by_id", "created_at", "updated_at", "finished_at", "definition_id",
 )
 STEP_COLUMNS = (
     "id", "instance_id", "node_id", "node_type", "visit", "attempt", "status", "queue", "input", "output",

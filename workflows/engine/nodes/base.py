@@ -5,10 +5,14 @@ from __future__ import annotations
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from datetime import datetime
-from typing import Any, ClassVar, Protocol
+from typing import TYPE_CHECKING, Any, ClassVar, Protocol
 
 from workflows.engine.errors import GraphIssue
 from workflows.engine.graph import Graph, Node
+from workflows.engine.secrets import ProviderAccount, SecretScope
+
+if TYPE_CHECKING:
+    from workflows.engine.llm_cache import ResponseCache
 
 
 @dataclass(frozen=True)
@@ -18,6 +22,9 @@ class EngineConfig:
     http_allowlist: tuple[str, ...] = ()
     llm_base_url: str = "https://api.openai.com/v1"
     llm_api_key: str = ""
+    # The provider of an llm node that names none: `scripted` until a real one is configured
+    # (settings: STEADYFLOW_LLM_DEFAULT_PROVIDER), so a node left at its default never calls a paid API.
+    llm_default_provider: str = "scripted"
     llm_max_per_provider: int = 400
     llm_prices: Mapping[str, Mapping[str, float]] = field(default_factory=dict)
     default_timeout_s: float = 300.0
@@ -50,12 +57,18 @@ class StepCall:
     visit: int
     attempt: int
     idempotency_key: str
-    trace_id: str
+    trace_id: str  # the W3C traceparent of this attempt's span (sent by the http and llm nodes)
     now: datetime
     activated_at: datetime
     engine: EngineConfig
     call_index: int = 0  # how many calls this node made earlier in this instance (scripted LLMs)
     breaker: BreakerGate | None = None
+    # `{{ secrets.NAME }}` references are placeholders in `config`: a handler reveals them only in
+    # what it sends, and scrubs what comes back (engine/secrets.py).
+    secrets: SecretScope | None = None
+    provider: ProviderAccount | None = None  # an llm node's provider credential (None: the environment's)
+    # An llm node's response cache: given only to a node whose config opts in (workflows/engine/llm_cache.py).
+    cache: ResponseCache | None = None
 
 
 @dataclass
@@ -92,7 +105,9 @@ class NodeKind:
     async def arun(self, call: StepCall) -> NodeResult:
         return self.run(call)
 
-    def describe(self) -> dict[str, Any]:
+    def describe(self, engine: EngineConfig | None = None) -> dict[str, Any]:
+        """What the editor and the live view know of this kind; `engine` supplies defaults that depend
+        on the deployment (the llm node's provider)."""
         return {
             "name": self.name,
             "label": self.label or self.name,

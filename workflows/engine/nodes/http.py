@@ -3,22 +3,21 @@ from __future__ import annotations
 import json
 from typing import Any, ClassVar
 
-import httpx
-
-from workflows.engine import limits, ssrf
+from workflows.engine import limits, outbound
 from workflows.engine.errors import PermanentStepError, StepError, StepTimeout
 from workflows.engine.nodes import register
 from workflows.engine.nodes.base import NodeKind, NodeResult, StepCall
-
-_MAX_BODY_BYTES = 5_000_000
+from workflows.engine.secrets import SecretScope
 
 
 @register
 class Http(NodeKind):
-    """An HTTP request (httpx). Sends the step's idempotency key as `Idempotency-Key`.
+    """An HTTP request through the guarded outbound client. Sends the step's idempotency key as
+    `Idempotency-Key`.
 
-    5xx, 429 and network errors are transient (retried); other 4xx are permanent.
-    Redirects are not followed: each target would need its own SSRF check.
+    The URL is typed into a graph, so it is never trusted: internal addresses need
+    STEADYFLOW_HTTP_ALLOWLIST. 5xx, 429 and network errors are transient (retried); other 4xx are
+    permanent. Redirects are not followed (a 3xx is the output): each target would need its own check.
     """
 
     name = "http"
@@ -44,40 +43,52 @@ class Http(NodeKind):
     }
 
     def run(self, call: StepCall) -> NodeResult:
+        scope = call.secrets or SecretScope({})
+        try:
+            return NodeResult(output=scope.scrub(self._request(call, scope)))
+        except StepError as exc:
+            raise scope.scrub_error(exc) from None
+
+    def _request(self, call: StepCall, scope: SecretScope) -> dict[str, Any]:
+        # `config` holds `{{ secrets.NAME }}` as placeholders: revealed only in what is sent; messages
+        # name the URL as configured (`shown`), and what comes back is scrubbed by run().
         config = call.config
-        url = str(config["url"])
-        ssrf.check_url(url, call.engine.http_allowlist)
+        shown = str(scope.masked(str(config["url"])))
+        url = str(scope.reveal(str(config["url"])))
         # Header names are case-insensitive: a configured "idempotency-key" must not travel next to the
         # step's own (the server would see two keys), and a configured traceparent wins in any case.
-        headers = {str(k): str(v) for k, v in (config.get("headers") or {}).items()
+        headers = {str(k): str(scope.reveal(v)) for k, v in (config.get("headers") or {}).items()
                    if str(k).lower() != "idempotency-key"}
         headers["Idempotency-Key"] = call.idempotency_key
         if not any(name.lower() == "traceparent" for name in headers):
             headers["traceparent"] = call.trace_id
         timeout = float(config.get("timeout_s") or call.node.timeout_s or call.engine.default_timeout_s)
+        timeout = outbound.clamp_timeout(timeout)
         try:
-            with httpx.Client(timeout=timeout, follow_redirects=False) as client:
-                response = client.request(
-                    config.get("method", "GET"), url, headers=headers, params=config.get("params"),
-                    json=config.get("json") if "json" in config else None,
-                    content=config.get("body") if "body" in config else None,
-                )
-        except httpx.TimeoutException:
-            raise StepTimeout(f"HTTP request to {url} timed out after {timeout:g} s") from None
-        except httpx.HTTPError as exc:
-            raise StepError(f"HTTP request to {url} failed: {type(exc).__name__}: {exc}") from None
-        return NodeResult(output=_output(url, response))
+            response = outbound.request(
+                config.get("method", "GET"), url, policy=outbound.Policy(allowlist=call.engine.http_allowlist),
+                timeout_s=timeout, headers=headers, params=scope.reveal(config.get("params")),
+                json=scope.reveal(config.get("json")) if "json" in config else None,
+                content=scope.reveal(config.get("body")) if "body" in config else None,
+            )
+        except outbound.DeadlineExceeded:
+            raise StepTimeout(f"HTTP request to {shown} timed out after {timeout:g} s") from None
+        except outbound.ResponseTooLarge as exc:
+            raise PermanentStepError(f"response from {shown} is {exc.message}") from None
+        except outbound.UndecodableBody as exc:
+            raise PermanentStepError(f"response from {shown} {exc.message}") from None
+        except outbound.TransportFailed as exc:
+            raise StepError(f"HTTP request to {shown} failed: {exc.message}") from None
+        return _output(shown, response, scope)
 
 
-def _output(url: str, response: httpx.Response) -> dict[str, Any]:
-    status = response.status_code
+def _output(url: str, response: outbound.Reply, scope: SecretScope) -> dict[str, Any]:
+    status = response.status
     if status >= 500 or status == 429:
         raise StepError(f"HTTP {status} from {url}", details={"status": status})
     if status >= 400:
         raise PermanentStepError(f"HTTP {status} from {url}", details={"status": status,
-                                                                        "body": response.text[:500]})
-    if len(response.content) > _MAX_BODY_BYTES:
-        raise PermanentStepError(f"response from {url} is larger than {_MAX_BODY_BYTES} bytes")
+                                                                        "body": scope.scrub(response.text)[:500]})
     body: Any
     try:
         body = response.json()

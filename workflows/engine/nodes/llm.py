@@ -1,14 +1,15 @@
 from __future__ import annotations
 
 import asyncio
+import copy
 from functools import partial
 from typing import Any, ClassVar
 
-from workflows.engine import limits, providers
-from workflows.engine.errors import CircuitOpen, GraphIssue, ProviderError, StepTimeout
+from workflows.engine import limits, llm_cache, outbound, providers
+from workflows.engine.errors import CircuitOpen, ConfigError, GraphIssue, ProviderError, StepError, StepTimeout
 from workflows.engine.graph import Graph, Node
 from workflows.engine.nodes import register
-from workflows.engine.nodes.base import NodeKind, NodeResult, StepCall
+from workflows.engine.nodes.base import EngineConfig, NodeKind, NodeResult, StepCall
 
 ROUTE_INSTRUCTION = "Reply with exactly one of these words and nothing else: {routes}."
 
@@ -26,14 +27,18 @@ class LLM(NodeKind):
     label = "LLM"
     icon = "✦"
     color = "#db2777"
-    raw_config_keys = frozenset({"script", "routes"})
+    # `credential` names a stored credential, never a template (breaker keys stay bounded).
+    raw_config_keys = frozenset({"script", "routes", "credential"})
     config_schema: ClassVar[dict[str, Any]] = {
         "type": "object",
         "required": ["prompt"],
         "additionalProperties": False,
         "properties": {
-            "provider": {"type": "string", "enum": ["openai", "scripted"], "default": "openai",
+            # The default shown here is the engine's (EngineConfig.llm_default_provider): see describe().
+            "provider": {"type": "string", "enum": ["openai", "scripted"], "default": "scripted",
                          "title": "Provider"},
+            "credential": {"type": "string", "minLength": 1, "maxLength": 64,
+                           "title": "Provider credential (empty: the environment's provider)"},
             "model": {"type": "string", "title": "Model", "default": "gpt-4o-mini"},
             "system": {"type": "string", "title": "System prompt", "format": "textarea"},
             "prompt": {"type": "string", "title": "Prompt (templates allowed)", "format": "textarea"},
@@ -42,6 +47,11 @@ class LLM(NodeKind):
             "temperature": {"type": "number", "minimum": 0, "maximum": 2},
             "max_tokens": limits.number(1, limits.MAX_LLM_TOKENS, integer=True),
             "save_as": {"type": "string", "title": "Also store the reply text in context[...]"},
+            # Opt-in response cache (workflows/engine/llm_cache.py): same call within ttl_s -> stored reply.
+            "cache": {"type": "object", "title": "Response cache", "additionalProperties": False,
+                      "required": ["ttl_s"],
+                      "properties": {"ttl_s": limits.number(1, limits.MAX_LLM_CACHE_TTL_S, integer=True,
+                                                            title="Keep replies for (seconds)")}},
             "script": {
                 "type": "array",
                 "title": "Scripted responses (in order; the last repeats)",
@@ -61,6 +71,14 @@ class LLM(NodeKind):
             },
         },
     }
+
+    def describe(self, engine: EngineConfig | None = None) -> dict[str, Any]:
+        described = super().describe(engine)
+        if engine is not None:
+            schema = copy.deepcopy(self.config_schema)
+            schema["properties"]["provider"]["default"] = engine.llm_default_provider
+            described["schema"] = schema
+        return described
 
     def check(self, node: Node, graph: Graph) -> list[GraphIssue]:
         issues: list[GraphIssue] = []
@@ -84,13 +102,23 @@ class LLM(NodeKind):
     async def arun(self, call: StepCall) -> NodeResult:
         config = call.config
         routes: list[str] = list(config.get("routes") or [])
+        cache_key = _cache_key(call, routes)
+        if cache_key is not None and call.cache is not None:
+            # Before the breaker: a stored reply calls no provider, so it is served even when one is down.
+            hit = await asyncio.to_thread(call.cache.get, cache_key, call.now)
+            if hit is not None:
+                return llm_cache.hit_result(hit, call.now, _model(config), config.get("save_as"))
         gate = call.breaker
         # The breaker's state lives in the database: its calls run off the event loop.
         if gate is not None and not await asyncio.to_thread(gate.allow):
             return _fallback(call, gate.key)
         try:
             reply = await self._call_provider(call, routes)
-        except (ProviderError, StepTimeout) as exc:
+        except StepError as exc:
+            if call.secrets is not None:
+                call.secrets.scrub_error(exc)  # a provider echoing what it was sent
+            if not isinstance(exc, ProviderError | StepTimeout):
+                raise
             if gate is not None:
                 # Only provider-side failures count (5xx, 429, timeouts, unreachable): a permanent
                 # error (400/404/422: a bad model name, a bad request) is this node's own, and must not
@@ -107,28 +135,73 @@ class LLM(NodeKind):
         usage = _usage(reply, str(config.get("model") or reply.model), call.engine.llm_prices)
         output = {"text": reply.text, "route": reply.route, "tool_calls": reply.tool_calls, "usage": usage}
         updates = {config["save_as"]: reply.text} if config.get("save_as") else {}
+        ttl = llm_cache.ttl_of(config)
+        if cache_key is not None and call.cache is not None and ttl is not None:
+            # Only a reply that makes the step succeed is stored: errors never are.
+            await asyncio.to_thread(call.cache.put, cache_key, output, usage, call.now, ttl)
+            output = {**output, "cache": {"hit": False, "stored": True}}
         return NodeResult(output=output, usage=usage, context_updates=updates)
 
 
     async def _call_provider(self, call: StepCall, routes: list[str]) -> providers.LLMReply:
         config = call.config
-        if config.get("provider", "openai") == "scripted":
+        if provider_of(config, call.engine.llm_default_provider) == "scripted":
+            if not config.get("script") and not config.get("provider"):
+                raise ConfigError(f"node '{call.node.id}' names no provider and none is configured "
+                                  "(STEADYFLOW_LLM_API_KEY or STEADYFLOW_LLM_BASE_URL): the default is the "
+                                  "scripted provider, which needs a script")
             reply, delay = providers.scripted_reply(list(config.get("script") or []), call.call_index)
             if delay:
                 await asyncio.sleep(delay)
             return reply
+        account = call.provider
+        model = str(config.get("model") or "gpt-4o-mini")
+        if account is not None and account.models and model not in account.models:
+            # Permanent and the node's own: not counted against the provider's breaker.
+            raise ProviderError(f"model {model!r} is not one credential '{account.name}' allows "
+                                f"({', '.join(account.models)})", permanent=True)
+        messages = _messages(config, routes)
         reply = await providers.openai_chat(
-            base_url=call.engine.llm_base_url,
-            api_key=call.engine.llm_api_key,
-            model=str(config.get("model") or "gpt-4o-mini"),
-            messages=_messages(config, routes),
+            base_url=account.base_url if account is not None else call.engine.llm_base_url,
+            # The environment's provider is operator-configured, so it may be a local model server
+            # (trusted, still pinned); a credential's base URL is typed by a designer, so it is checked
+            # like an http node's URL.
+            policy=(outbound.Policy(trusted=True) if account is None
+                    else outbound.Policy(allowlist=tuple(call.engine.http_allowlist))),
+            api_key=account.api_key if account is not None else call.engine.llm_api_key,
+            model=model,
+            messages=call.secrets.reveal(messages) if call.secrets is not None else messages,
             timeout_s=float(call.node.timeout_s or call.engine.default_timeout_s),
             limit=call.engine.llm_max_per_provider,
             extra={k: config[k] for k in ("temperature", "max_tokens") if k in config},
+            traceparent=call.trace_id,
         )
         if routes and reply.route is None:
             reply.route = _route_from_text(reply.text or "", routes)
         return reply
+
+
+def provider_of(config: dict[str, Any], default: str) -> str:
+    """The provider an llm node's (rendered) config calls: its own, else the deployment's default."""
+    provider = config.get("provider")
+    if provider:
+        return str(provider)
+    # A node that names a provider credential calls that (OpenAI-compatible) provider.
+    return "openai" if config.get("credential") else default
+
+
+def _model(config: dict[str, Any]) -> str:
+    return str(config.get("model") or "gpt-4o-mini")
+
+
+def _cache_key(call: StepCall, routes: list[str]) -> str | None:
+    """The node's cache key, or None when it does not opt in (then no cache is consulted at all)."""
+    if call.cache is None or llm_cache.ttl_of(call.config) is None:
+        return None
+    provider = provider_of(call.config, call.engine.llm_default_provider)
+    return llm_cache.key_for(call.config, provider=provider, model=_model(call.config),
+                             endpoint="" if provider == "scripted" else call.engine.llm_base_url,
+                             messages=_messages(call.config, routes))
 
 
 def _fallback(call: StepCall, breaker_key: str) -> NodeResult:

@@ -1,5 +1,6 @@
 from __future__ import annotations
 
+import logging
 from typing import Any
 
 import django_rq
@@ -9,6 +10,7 @@ from rq.worker import BaseWorker
 from workflows.workers import ForkingStepWorker, StepWorker, make_worker
 
 QUEUES = ("ai", "io", "default")
+log = logging.getLogger("steadyflow.worker")
 
 
 class Command(BaseCommand):
@@ -42,6 +44,7 @@ class Command(BaseCommand):
         try:
             # Both wait for Redis while it is down, at start and later (workflows/redis_outage.py).
             worker = make_worker(worker_class, rq_queues, name=options["name"])
+            log.info("worker %s started on %s", worker.name, ", ".join(queues), extra={"queues": ",".join(queues)})
             worker.work(burst=options["burst"], with_scheduler=False, logging_level="WARNING")
         except KeyboardInterrupt:  # Ctrl-C before RQ's own signal handlers are installed
             pass

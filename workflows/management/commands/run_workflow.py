@@ -11,7 +11,8 @@ from django.core.management.base import BaseCommand, CommandError
 from workflows import runtime
 from workflows.api_shapes import run_summary
 from workflows.definitions import save_document
-from workflows.engine.errors import GraphInvalid, PayloadTooLarge
+from workflows.engine.errors import ExpressionError, GraphInvalid, PayloadTooLarge
+from workflows.engine.inputs import InputInvalid
 from workflows.engine.statuses import InstanceStatus
 from workflows.models import WorkflowDefinition
 
@@ -21,14 +22,17 @@ SETTLED = {InstanceStatus.COMPLETED, InstanceStatus.FAILED, InstanceStatus.CANCE
 
 
 class Command(BaseCommand):
-    help = ("Start an instance of a workflow (a slug, or a graph JSON file saved first as a new version) "
-            "and print one JSON object: id, status, reason, step count, context.")
+    help = ("Start an instance of a workflow (a slug, or a graph JSON file, saved first as a new version "
+            "unless the latest version holds the same graph) and print one JSON object: id, status, reason, "
+            "step count, context. The input gets the workflow's declared defaults and is checked against its "
+            "declared input schema.")
 
     def add_arguments(self, parser: Any) -> None:
         parser.add_argument("workflow", help="definition slug, or path to a graph JSON file")
         parser.add_argument("--input", default="{}", help="start input as a JSON object")
         parser.add_argument("--wait", type=float, default=0.0, help="seconds to wait for the instance to settle")
-        parser.add_argument("--idempotency-key", default=None)
+        parser.add_argument("--idempotency-key", default=None,
+                            help="a repeated key returns the instance it started (keys are per workflow)")
         parser.add_argument("--burst", action="store_true",
                             help="run the steps in this process (no workers needed); implies waiting")
         parser.add_argument("--inputs", default=None, metavar="FILE",
@@ -49,8 +53,10 @@ class Command(BaseCommand):
         try:
             instance = runtime.start_instance(version, start_input,
                                                idempotency_key=options["idempotency_key"])
-        except PayloadTooLarge as exc:
+        except (PayloadTooLarge, InputInvalid) as exc:
             raise CommandError(exc.message) from None
+        except ExpressionError as exc:  # a start condition failed on this input
+            raise CommandError(f"cannot start: {exc}") from None
         wait = options["wait"] or (60.0 if options["burst"] else 0.0)
         deadline = time.monotonic() + wait
         while time.monotonic() < deadline:
@@ -88,8 +94,10 @@ class Command(BaseCommand):
         version = self._version(options["workflow"])
         try:
             instances = runtime.start_instances(version, inputs)
-        except PayloadTooLarge as exc:
+        except (PayloadTooLarge, InputInvalid) as exc:
             raise CommandError(exc.message) from None
+        except ExpressionError as exc:
+            raise CommandError(f"cannot start: {exc}") from None
         for instance in instances:
             self.stdout.write(json.dumps(run_summary(instance), default=str))
 
@@ -109,7 +117,8 @@ class Command(BaseCommand):
             except json.JSONDecodeError as exc:
                 raise CommandError(f"{ref} is not valid JSON: {exc.msg} at line {exc.lineno}") from None
             try:
-                version, _ = save_document(document, message=f"run_workflow {path.name}")
+                # The file's graph is saved as a new version only when it differs from the latest.
+                version, _ = save_document(document, message=f"run_workflow {path.name}", skip_unchanged=True)
             except GraphInvalid as exc:
                 raise CommandError("invalid graph:\n" + "\n".join(f"  {i}" for i in exc.issues)) from None
             return version

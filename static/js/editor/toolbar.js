@@ -1,0 +1,138 @@
+/* The toolbar and the page around the canvas: button states, the read-only banner, toasts, keyboard
+ * shortcuts, and the wiring of every button and dialog. */
+
+import { el, replaceChildren } from "../lib/dom.js";
+import * as G from "../lib/graph.js";
+import { CFG, state, view, isDirty } from "./context.js";
+import { commit, deleteSelection, isReal, redo, runLayout, selection, undo, zoomBy } from "./canvas.js";
+import { setConnectMode } from "./handle.js";
+import { validate } from "./validation.js";
+import { doSave, openSave, openVersions, restoreVersion, runDiff } from "./versions.js";
+import { doImport, exportJson, openImport } from "./io.js";
+import { bindRunDialog, openRun } from "./run.js";
+
+const $ = (sel) => document.querySelector(sel);
+
+export function toast(message, kind) {
+  const box = $("#toast");
+  box.textContent = message;
+  box.className = "toast " + (kind || "info");
+  box.hidden = false;
+  clearTimeout(toast.timer);
+  toast.timer = setTimeout(() => { box.hidden = true; }, kind === "error" ? 7000 : 3500);
+}
+
+export function updateToolbar() {
+  const dirty = isDirty();
+  const h = state.history;
+  // The flag keeps its place when off (visibility, not display): the toolbar never reflows under the pointer.
+  const flag = $("#dirty-flag");
+  flag.classList.toggle("off", !dirty);
+  flag.setAttribute("aria-hidden", dirty ? "false" : "true");
+  $("#readonly-flag").hidden = !state.readOnly;
+  $("#btn-undo").disabled = state.readOnly || !h.canUndo;
+  $("#btn-redo").disabled = state.readOnly || !h.canRedo;
+  $("#btn-delete").disabled = state.readOnly || selection().empty();
+  $("#btn-save").disabled = state.readOnly || !(dirty || state.latest === null);
+  $("#btn-run").disabled = !CFG.canRun || state.latest === null;
+  $("#btn-run").title = state.latest === null ? "Save a first version to run it"
+    : (CFG.canRun ? `Start an instance of v${state.latest}` : "Running needs the designers or operators group");
+  $("#version-badge").textContent = state.version ? "v" + state.version : "new";
+  $("#wf-title").textContent = state.name;
+  document.title = `${dirty ? "• " : ""}${state.name} · Editor · Steadyflow`;
+}
+
+export function showBanner() {
+  const banner = replaceChildren($("#banner"));
+  if (CFG.archived) {
+    banner.append("This workflow is archived: it is read-only and starts no new instances. ",
+      el("a", { href: CFG.urls.list + "?archived=1" }, "Unarchive it from the list."));
+  } else if (state.version !== null && state.latest !== null && state.version !== state.latest) {
+    banner.append(`You are looking at v${state.version} (read-only); the latest is v${state.latest}. `,
+      el("a", { href: CFG.urls.editor, id: "open-latest" }, "Open the latest"));
+    if (CFG.canSave) {
+      banner.append(" or ", el("button", { type: "button", id: "banner-restore", class: "inline-button",
+        onclick: () => restoreVersion(state.version) }, `Restore v${state.version} as a new version`));
+    }
+  } else if (!CFG.canSave) {
+    banner.append("Read-only: changing workflows needs the designers group.");
+  } else {
+    banner.hidden = true;
+    return;
+  }
+  banner.hidden = false;
+}
+
+function onKey(e) {
+  const cy = view.cy;
+  const tag = (e.target.tagName || "").toLowerCase();
+  const typing = tag === "input" || tag === "textarea" || tag === "select" || e.target.isContentEditable;
+  const mod = e.ctrlKey || e.metaKey;
+  const key = e.key.toLowerCase();
+  if (mod && key === "s") {
+    e.preventDefault();
+    if (typing) e.target.dispatchEvent(new Event("change", { bubbles: true }));
+    openSave();
+    return;
+  }
+  if (typing || document.querySelector("dialog[open]")) return;
+  if (mod && key === "z" && !e.shiftKey) { e.preventDefault(); undo(); return; }
+  if ((mod && key === "z" && e.shiftKey) || (mod && key === "y")) { e.preventDefault(); redo(); return; }
+  if (mod && key === "a") { e.preventDefault(); cy.elements().filter(isReal).select(); return; }
+  if (mod || e.altKey) return;
+  if (e.key === "Delete" || e.key === "Backspace") { e.preventDefault(); deleteSelection(); return; }
+  if (e.key === "Escape") { setConnectMode(false); cy.$(":selected").unselect(); return; }
+  if (key === "c") { setConnectMode(!state.connectMode); return; }
+  if (key === "f") { G.fit(cy); return; }
+  if (e.key === "+" || e.key === "=") { zoomBy(1.2); return; }
+  if (e.key === "-") { zoomBy(1 / 1.2); return; }
+  const arrows = { ArrowLeft: [-1, 0], ArrowRight: [1, 0], ArrowUp: [0, -1], ArrowDown: [0, 1] };
+  if (arrows[e.key] && !state.readOnly) {
+    const nodes = cy.$("node:selected").filter(isReal);
+    if (nodes.empty()) return;
+    e.preventDefault();
+    const step = e.shiftKey ? 50 : 10;
+    nodes.shift({ x: arrows[e.key][0] * step, y: arrows[e.key][1] * step });
+    commit();
+  }
+}
+
+export function bindToolbar() {
+  const on = (id, fn) => $(id).addEventListener("click", fn);
+  on("#btn-undo", undo);
+  on("#btn-redo", redo);
+  on("#btn-delete", deleteSelection);
+  on("#btn-connect", () => setConnectMode(!state.connectMode));
+  on("#btn-layout-lr", () => runLayout("LR"));
+  on("#btn-layout-tb", () => runLayout("TB"));
+  on("#btn-fit", () => G.fit(view.cy));
+  on("#btn-zoom-in", () => zoomBy(1.2));
+  on("#btn-zoom-out", () => zoomBy(1 / 1.2));
+  on("#btn-validate", () => validate());
+  on("#btn-save", openSave);
+  on("#btn-versions", openVersions);
+  on("#btn-export", exportJson);
+  on("#btn-import", openImport);
+  on("#btn-run", openRun);
+  on("#problems-close", () => { $("#problems").hidden = true; state.issuesShown = false; });
+
+  $("#save-form").addEventListener("submit", (e) => { e.preventDefault(); doSave(false); });
+  on("#save-force", () => doSave(true));
+  on("#save-cancel", () => $("#save-dialog").close());
+  bindRunDialog();
+  on("#versions-close", () => $("#versions-dialog").close());
+  on("#diff-run", runDiff);
+  $("#import-form").addEventListener("submit", (e) => { e.preventDefault(); doImport(); });
+  on("#import-cancel", () => $("#import-dialog").close());
+  $("#import-file").addEventListener("change", async (e) => {
+    const file = e.target.files[0];
+    if (file) $("#import-text").value = await file.text();
+  });
+  document.addEventListener("keydown", onKey);
+  window.addEventListener("beforeunload", (e) => {
+    if (isDirty()) {
+      e.preventDefault();
+      e.returnValue = "";
+    }
+  });
+}

@@ -1,0 +1,117 @@
+/* The step inspector: every run of the selected node (attempt, visit, status, worker, duration, input,
+ * output, error, tokens and cost), and an operator's rerun/retry actions for it. */
+
+import { byId as $, el, replaceChildren } from "../lib/dom.js";
+import { getJSON } from "../lib/api.js";
+import { fmtMs, fmtTime } from "../lib/format.js";
+
+export function createInspector(page) {
+  const { cfg, canvas } = page;
+  let selected = null;
+  let timer = 0;
+  let runs = [];
+
+  function select(id) {
+    selected = id;
+    canvas.cy.nodes().unselect();
+    if (!id) {
+      $("insp-title").textContent = "Step inspector";
+      $("insp-hint").hidden = false;
+      replaceChildren($("insp-runs"));
+      replaceChildren($("insp-actions"));
+      return;
+    }
+    canvas.cy.getElementById(id).select();
+    const node = page.graphNodes[id] || {};
+    $("insp-title").textContent = id + " · " + (node.type || "");
+    $("insp-hint").hidden = true;
+    replaceChildren($("insp-runs"), el("p", { class: "hint" }, "loading…"));
+    load();
+  }
+
+  function refreshSoon() {
+    if (selected && !timer) timer = setTimeout(load, 300);
+  }
+
+  async function load() {
+    timer = 0;
+    const id = selected;
+    if (!id) return;
+    try {
+      const data = await getJSON(cfg.urls.steps + "?node=" + encodeURIComponent(id));
+      if (id !== selected) return;
+      runs = data.steps || [];
+      render();
+    } catch (err) {
+      replaceChildren($("insp-runs"), el("p", { class: "error" }, "could not load the runs: " + err.message));
+    }
+  }
+
+  function renderActions() {
+    const box = replaceChildren($("insp-actions"));
+    if (!cfg.canOperate || !selected) return;
+    const msg = el("span", { class: "hint", role: "status" });
+    const node = page.graphNodes[selected] || {};
+    const status = page.live().status;
+    const target = selected;
+    if (["failed", "cancelled", "completed"].includes(status) && !["start", "end"].includes(node.type) && runs.length) {
+      box.appendChild(el("button", { type: "button", id: "btn-rerun",
+        title: "A new visit of this node, from the checkpoint taken when it last started",
+        onclick: () => page.act(cfg.urls.rerun, { node: target }, msg,
+          "Rerun instance " + cfg.instance.id + " from node " + target + "?") }, "Rerun from " + selected));
+    }
+    const latest = runs.filter((r) => r.node === selected).slice(-1)[0];
+    if (status === "failed" && latest && latest.status === "failed") {
+      box.appendChild(el("button", { type: "button", id: "btn-retry-step",
+        onclick: () => page.act(cfg.urls.retry, { step: latest.id }, msg) }, "Retry this step"));
+    }
+    box.appendChild(msg);
+  }
+
+  function runDetails(run, open) {
+    const usage = run.usage || {};
+    const comp = run.node !== selected ? " (compensation)" : "";
+    const facts = [
+      ["Queue", run.queue], ["Worker", run.worker || "—"], ["Started", fmtTime(run.started_at)],
+      ["Finished", fmtTime(run.finished_at)],
+      ["Duration", run.duration_ms === null ? "—" : fmtMs(run.duration_ms)],
+      ["Tokens", run.tokens ? run.tokens + " (" + (usage.prompt_tokens || 0) + " in, "
+        + (usage.completion_tokens || 0) + " out)" : "—"],
+      ["Cost", run.cost_usd ? "$" + run.cost_usd.toFixed(6) : "—"],
+      ["Model", usage.model || "—"],
+      ["Idempotency key", run.idempotency_key],
+    ];
+    if (run.degraded) facts.push(["Degraded", "yes (fallback)"]);
+    const parts = [
+      el("summary", {}, el("span", { class: "badge status-" + run.status }, run.status),
+        " visit " + run.visit + " · attempt " + run.attempt + comp),
+      el("dl", { class: "facts" }, facts.map(([k, v]) => [el("dt", {}, k), el("dd", {}, String(v))])),
+    ];
+    if (run.error) {
+      const rest = Object.assign({}, run.error);
+      delete rest.traceback;
+      parts.push(el("h4", { class: "error" }, "Error"), el("p", { class: "error" }, run.error.message || ""),
+        el("pre", { class: "json" }, JSON.stringify(rest, null, 2)),
+        run.error.traceback ? el("pre", { class: "traceback" }, run.error.traceback) : null);
+    }
+    parts.push(el("h4", {}, "Input"),
+      el("pre", { class: "json" }, run.input === null ? "—" : JSON.stringify(run.input, null, 2)),
+      el("h4", {}, "Output"),
+      el("pre", { class: "json" }, run.output === null ? "—" : JSON.stringify(run.output, null, 2)));
+    const d = el("details", { class: "run" }, parts);
+    d.open = open;
+    return d;
+  }
+
+  function render() {
+    renderActions();
+    const box = replaceChildren($("insp-runs"));
+    if (!runs.length) {
+      box.appendChild(el("p", { class: "hint" }, "This node has not run in this instance."));
+      return;
+    }
+    runs.slice().reverse().forEach((run, i) => box.appendChild(runDetails(run, i === 0)));
+  }
+
+  return { select, refreshSoon, renderActions, selected: () => selected };
+}

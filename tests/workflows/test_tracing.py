@@ -1,0 +1,145 @@
+"""OpenTelemetry spans (workflows/tracing.py), collected with the SDK's in-memory exporter: a workflow
+runs through the real job path in this process (RQ queues on the real Redis, claims and commits on
+the real database; `workflows.inprocess.drain`), and the spans it leaves are checked for their ids,
+parents and attributes, and against the traceparent the http node sent."""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Iterator
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from typing import Any
+
+import pytest
+
+import tests.workflows.functions  # noqa: F401 - registers tests.* functions in this process
+from tests.conftest import chain
+from tests.workflows.support import py
+from workflows import inprocess, runtime, tracing
+from workflows.definitions import save_version
+from workflows.runtime import observe
+
+
+class Receiver(BaseHTTPRequestHandler):
+    seen: list[str] = []
+
+    def do_GET(self) -> None:  # noqa: N802 - http.server's name
+        Receiver.seen.append(self.headers.get("traceparent", ""))
+        body = b'{"ok": true}'
+        self.send_response(200)
+        self.send_header("Content-Type", "application/json")
+        self.send_header("Content-Length", str(len(body)))
+        self.end_headers()
+        self.wfile.write(body)
+
+    def log_message(self, *args: Any) -> None:
+        pass
+
+
+@pytest.fixture
+def receiver(settings: Any) -> Iterator[str]:
+    server = ThreadingHTTPServer(("127.0.0.1", 0), Receiver)
+    Receiver.seen = []
+    thread = threading.Thread(target=server.serve_forever, daemon=True)
+    thread.start()
+    settings.STEADYFLOW = {**settings.STEADYFLOW, "HTTP_ALLOWLIST": ["127.0.0.1"]}
+    runtime.engine_config.cache_clear()
+    yield f"http://127.0.0.1:{server.server_address[1]}"
+    server.shutdown()
+    runtime.engine_config.cache_clear()
+
+
+@pytest.fixture
+def spans() -> Iterator[Any]:
+    from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
+
+    exporter = InMemorySpanExporter()
+    tracing.setup(exporter, batch=False)
+    yield exporter
+    tracing.shutdown()
+
+
+def hex_id(value: int, width: int) -> str:
+    return format(value, f"0{width}x")
+
+
+@pytest.mark.django_db(transaction=True)
+def test_a_span_per_instance_and_step_with_the_traceparent_the_http_node_sent(redis_conn, receiver, spans):
+    llm = {"id": "ask", "type": "llm", "config": {"provider": "scripted", "prompt": "x", "script": [
+        {"text": "hi", "usage": {"prompt_tokens": 7, "completion_tokens": 5, "cost_usd": 0.25}}]}}
+    fetch = {"id": "fetch", "type": "http", "config": {"method": "GET", "url": receiver + "/thing"}}
+    version = save_version("traced", chain(py("first", "tests.echo", args={"n": 1}), fetch, llm))
+    instance = runtime.start_instance(version, {})
+    inprocess.drain()
+    inprocess.drain()  # the llm step is queued on ai after the http step commits
+    instance.refresh_from_db()
+    assert instance.status == "completed"
+
+    trace_hex, instance_span_hex = observe.trace_parts(instance.trace_id)
+    finished = spans.get_finished_spans()
+    by_name = {span.name: span for span in finished}
+    assert set(by_name) == {"step first", "step fetch", "step ask", f"instance {instance.pk}"}
+    assert {hex_id(span.context.trace_id, 32) for span in finished} == {trace_hex}
+
+    root = by_name[f"instance {instance.pk}"]
+    assert root.parent is None and hex_id(root.context.span_id, 16) == instance_span_hex
+    assert root.attributes["steadyflow.instance.outcome"] == "completed"
+    assert root.attributes["steadyflow.llm.tokens"] == 12
+
+    for name in ("step first", "step fetch", "step ask"):
+        span = by_name[name]
+        assert span.parent is not None and span.parent.span_id == root.context.span_id, name
+        assert span.attributes["steadyflow.step.attempt"] == 1
+        assert span.attributes["steadyflow.step.outcome"] == "succeeded"
+        assert span.start_time <= span.end_time
+    assert by_name["step fetch"].attributes["steadyflow.node.type"] == "http"
+    ask = by_name["step ask"].attributes
+    assert (ask["steadyflow.node.type"], ask["steadyflow.llm.tokens"], ask["steadyflow.llm.cost_usd"]) == (
+        "llm", 12, 0.25)
+
+    # The http node's traceparent names the step's own span: the receiver's spans hang under it.
+    fetch_span = by_name["step fetch"]
+    assert Receiver.seen == [f"00-{trace_hex}-{hex_id(fetch_span.context.span_id, 16)}-01"]
+
+
+@pytest.mark.django_db(transaction=True)
+def test_a_failed_attempt_is_an_error_span_and_its_retry_a_span_of_its_own(redis_conn, spans):
+    flaky = py("flaky", "tests.fail_times", args={"failures": 1},
+               retry={"max_attempts": 2, "backoff_s": 0})
+    version = save_version("traced-retry", chain(flaky))
+    instance = runtime.start_instance(version, {})
+    inprocess.drain()
+    inprocess.drain()  # the retry, made due by the next tick
+    instance.refresh_from_db()
+    assert instance.status == "completed"
+    steps = [span for span in spans.get_finished_spans() if span.name == "step flaky"]
+    assert [(s.attributes["steadyflow.step.attempt"], s.attributes["steadyflow.step.outcome"]) for s in steps] == [
+        (1, "retrying"), (2, "succeeded")]
+    assert steps[0].status.status_code.name == "ERROR" and steps[1].status.status_code.name == "UNSET"
+    assert steps[0].context.span_id != steps[1].context.span_id
+
+
+@pytest.mark.django_db(transaction=True)
+def test_the_llm_node_sends_its_steps_traceparent(redis_conn, settings, spans):
+    from tests.support.llm_server import LLMTestServer
+
+    with LLMTestServer() as server:
+        settings.STEADYFLOW = {**settings.STEADYFLOW, "LLM_BASE_URL": server.url}
+        runtime.engine_config.cache_clear()
+        try:
+            version = save_version("traced-llm", chain({"id": "ask", "type": "llm",
+                                                        "config": {"provider": "openai", "prompt": "hi"}}))
+            instance = runtime.start_instance(version, {})
+            inprocess.drain()
+        finally:
+            runtime.engine_config.cache_clear()
+        instance.refresh_from_db()
+        assert instance.status == "completed", instance.error
+        (ask,) = [span for span in spans.get_finished_spans() if span.name == "step ask"]
+        trace_hex, _ = observe.trace_parts(instance.trace_id)
+        assert [r["traceparent"] for r in server.requests] == [
+            f"00-{trace_hex}-{hex_id(ask.context.span_id, 16)}-01"]
+
+
+def test_nothing_of_opentelemetry_is_recorded_without_setup() -> None:
+    assert tracing.record_spans not in observe.observers

@@ -1,0 +1,78 @@
+"""The runtime's one hook point for observability (metrics, traces, log context).
+
+Two things are observable, both without extra queries or round trips:
+
+- `committed(unit)`: every UnitOfWork a store has committed (called by the stores after COMMIT).
+  The unit says everything a metric or a span needs: the steps that left `running` (node, queue,
+  attempt, started/finished times, usage), halts, instances reaching a final status.
+- `current_step`: the step a worker is running in this thread or task, set once per step; log
+  records read it only when something is actually logged (workflows/logging_setup.py).
+
+Observers are registered by the Django app (workflows/observability.py); with none registered the
+cost per commit is one truth test of a list.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import logging
+from collections.abc import Callable
+from contextvars import ContextVar
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from workflows.runtime.records import Claim
+    from workflows.runtime.unit import UnitOfWork
+
+log = logging.getLogger("steadyflow.observe")
+
+CommitObserver = Callable[["UnitOfWork"], None]
+observers: list[CommitObserver] = []
+
+# The claim a worker runs here (a thread for the synchronous workers, an asyncio task in the ai
+# consumer). One ContextVar.set per step; nothing is formatted unless a line is logged.
+current_step: ContextVar[Claim | None] = ContextVar("steadyflow_current_step", default=None)
+
+
+def add_observer(observer: CommitObserver) -> None:
+    if observer not in observers:
+        observers.append(observer)
+
+
+def remove_observer(observer: CommitObserver) -> None:
+    if observer in observers:
+        observers.remove(observer)
+
+
+def committed(unit: UnitOfWork) -> None:
+    """Tell the observers about a committed unit. An observer's failure is logged, never raised:
+    the commit has happened and its effects (enqueues, live notices) must still run."""
+    for observer in observers:
+        try:
+            observer(unit)
+        except Exception:  # noqa: BLE001 - observability must never break a transition
+            log.exception("an observer failed on a commit of instance %s", unit.instance.pk)
+
+
+# --- W3C trace context ------------------------------------------------------------------------
+
+def trace_parts(traceparent: str) -> tuple[str, str]:
+    """(trace id, parent id) of a stored traceparent `00-<32 hex>-<16 hex>-01`. The parent id of an
+    instance's traceparent is the id of the instance's own span."""
+    parts = traceparent.split("-")
+    if len(parts) == 4 and len(parts[1]) == 32 and len(parts[2]) == 16:
+        return parts[1], parts[2]
+    return "0" * 32, "0" * 16
+
+
+def step_span_id(step_id: int, attempt: int) -> str:
+    """The span id of one attempt of one step: derived, so a handler's outgoing traceparent (sent
+    before the span exists) and the span recorded after the commit agree without shared state."""
+    digest = hashlib.blake2b(f"{step_id}:{attempt}".encode(), digest_size=8).hexdigest()
+    return digest if digest != "0" * 16 else "0" * 15 + "1"
+
+
+def step_traceparent(instance_traceparent: str, step_id: int, attempt: int) -> str:
+    """The traceparent a step's handler sends (http and llm nodes): the instance's trace, the step's span."""
+    trace_id, _ = trace_parts(instance_traceparent)
+    return f"00-{trace_id}-{step_span_id(step_id, attempt)}-01"
