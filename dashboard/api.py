@@ -19,7 +19,7 @@ from workflows.engine.errors import ExpressionError, GraphInvalid, PayloadTooLar
 from workflows.engine.functions import describe_functions
 from workflows.engine.inputs import InputInvalid
 from workflows.engine.nodes import known_kinds
-from workflows.models import WorkflowDefinition, WorkflowInstance, WorkflowVersion
+from workflows.models import WorkflowDefinition, WorkflowInstance
 
 View = Callable[..., JsonResponse]
 MAX_IDEMPOTENCY_KEY = 200  # WorkflowInstance.idempotency_key's max_length
@@ -94,13 +94,6 @@ def json_body(request: HttpRequest) -> Any:
 
 
 
-def _get_definition_for_user(request: HttpRequest, slug: str) -> WorkflowDefinition:
-    definition = WorkflowDefinition.objects.filter(slug=slug, archived=False).first()
-    if definition is None:
-        raise Http404(f"workflow {slug!r} does not exist")
-    return definition
-
-
 def _get_instance_for_user(request: HttpRequest, instance_id: int) -> WorkflowInstance:
     instance = WorkflowInstance.objects.select_related("version__definition").filter(pk=instance_id).first()
     if instance is None:
@@ -150,89 +143,119 @@ def validate(request: HttpRequest) -> JsonResponse:
 BULK_START_MOST = 1000
 
 
-class _Refused(Exception):
-    def __init__(self, response: JsonResponse) -> None:
-        self.response = response
+class BadRequest(Exception):
+    """A request the client must fix: the JSON endpoints answer it as an error with this status (and
+    `extra`, e.g. `errors` naming each problem), the v1 API as a problem document (dashboard/v1/problems.py)."""
+
+    def __init__(self, message: str, status: int = 400, **extra: Any) -> None:
+        super().__init__(message)
+        self.message = message
+        self.status = status
+        self.extra = extra
+
+    def response(self) -> JsonResponse:
+        return error(self.status, self.message, **self.extra)
 
 
-def _start_request(request: HttpRequest, slug: str) -> tuple[WorkflowVersion, Any]:
-    """The version a start runs (the definition's latest) and the request's JSON body."""
-    version = _get_definition_for_user(request, slug).latest_version()
+def check_idempotency_key(key: Any) -> str | None:
+    if key == "":
+        return None
+    if key is not None and (not isinstance(key, str) or not 0 < len(key) <= MAX_IDEMPOTENCY_KEY):
+        raise BadRequest(f"the idempotency key must be a string of 1-{MAX_IDEMPOTENCY_KEY} characters")
+    return key
+
+
+def start_workflow(slug: str, inputs: list[dict[str, Any]], keys: list[str | None] | None,
+                   user: Any) -> list[WorkflowInstance]:
+    """Start instances of a workflow's latest version: what the JSON endpoints and the v1 API both call.
+    Raises BadRequest (404 unknown workflow, 409 no version, 413 too large, 400 otherwise)."""
+    definition = WorkflowDefinition.objects.filter(slug=slug, archived=False).first()
+    if definition is None:
+        raise BadRequest(f"workflow {slug!r} does not exist", 404)
+    version = definition.latest_version()
     if version is None:
-        raise _Refused(error(409, f"workflow {slug!r} has no saved version"))
+        raise BadRequest(f"workflow {slug!r} has no saved version", 409)
+    if len(inputs) > BULK_START_MOST:
+        raise BadRequest(f"at most {BULK_START_MOST} instances per request (got {len(inputs)})")
+    for key in keys or []:
+        check_idempotency_key(key)
     try:
-        return version, json_body(request)
-    except BodyRejected as exc:
-        raise _Refused(error(exc.status, str(exc))) from None
-
-
-def _starting(start: Callable[[], JsonResponse]) -> JsonResponse:
-    """The errors every start answers the same way."""
-    try:
-        return start()
-    except _Refused as refused:
-        return refused.response
+        return runtime.start_instances(version, inputs, idempotency_keys=keys, user=user)
     except PayloadTooLarge as exc:
-        return error(413, exc.message)
+        raise BadRequest(exc.message, 413) from None
     except GraphInvalid as exc:
-        return error(400, "the saved graph is invalid", errors=[i.as_dict() for i in exc.issues])
+        raise BadRequest("the saved graph is invalid", errors=[i.as_dict() for i in exc.issues]) from None
     except InputInvalid as exc:
-        return input_error(exc)
+        raise BadRequest(exc.message, **input_error_details(exc)) from None
     except ExpressionError as exc:
         # A start node's condition that cannot be decided on this input (a missing field, a limit):
         # decided before the start's transaction, so nothing was created.
-        return error(400, f"cannot start: {exc}")
+        raise BadRequest(f"cannot start: {exc}") from None
+    except ValueError as exc:  # one key twice
+        raise BadRequest(str(exc)) from None
 
 
-def input_error(exc: InputInvalid) -> JsonResponse:
-    """400 naming each field of the start input the workflow's declared input refuses:
+def input_error_details(exc: InputInvalid) -> dict[str, Any]:
+    """What a 400 adds to name each field of the start input the workflow's declared input refuses:
     {"message": "input.amount: must be a number", "error": (the same), "fields": {"amount": "must be a
     number"}}, plus "index" (which input) for a bulk start."""
     extra: dict[str, Any] = {"error": exc.message, "fields": exc.fields}
     if exc.index is not None:
         extra["index"] = exc.index
-    return error(400, exc.message, **extra)
+    return extra
+
+
+def _body_object(request: HttpRequest) -> dict[str, Any]:
+    try:
+        body = json_body(request)
+    except BodyRejected as exc:
+        raise BadRequest(str(exc), exc.status) from None
+    if not isinstance(body, dict):
+        raise BadRequest("the request body must be a JSON object")
+    return body
 
 
 @api_view(("POST",), perm=permissions.START)
 def start_instance(request: HttpRequest, slug: str) -> JsonResponse:
-    def start() -> JsonResponse:
-        version, body = _start_request(request, slug)
+    try:
+        try:
+            body = json_body(request)
+        except BodyRejected as exc:
+            raise BadRequest(str(exc), exc.status) from None
         start_input = body.get("input", {}) if isinstance(body, dict) else None
-        if not isinstance(start_input, dict):
-            return error(400, "'input' must be a JSON object")
-        key = request.headers.get("Idempotency-Key") or (body.get("idempotency_key") if isinstance(body, dict)
-                                                          else None)
-        if key is not None and (not isinstance(key, str) or len(key) > MAX_IDEMPOTENCY_KEY):
-            return error(400, f"the idempotency key must be a string of at most {MAX_IDEMPOTENCY_KEY} characters")
-        instance = runtime.start_instance(version, start_input, idempotency_key=key, user=request.user)
-        return JsonResponse(instance_json(instance), status=201)
-
-    return _starting(start)
+        if not isinstance(start_input, dict) or not isinstance(body, dict):
+            raise BadRequest("'input' must be a JSON object")
+        key = check_idempotency_key(request.headers.get("Idempotency-Key") or body.get("idempotency_key"))
+        instance = start_workflow(slug, [start_input], [key], request.user)[0]
+    except BadRequest as exc:
+        return exc.response()
+    return JsonResponse(instance_json(instance), status=201)
 
 
 @api_view(("POST",), perm=permissions.START)
 def start_instances(request: HttpRequest, slug: str) -> JsonResponse:
     """Start many instances in one transaction: {"inputs": [{...}, ...], "idempotency_keys": [...]}."""
-    def start() -> JsonResponse:
-        version, body = _start_request(request, slug)
-        inputs = body.get("inputs") if isinstance(body, dict) else None
+    try:
+        body = _body_object(request)
+        inputs = body.get("inputs")
         if not isinstance(inputs, list) or not inputs or not all(isinstance(item, dict) for item in inputs):
-            return error(400, "'inputs' must be a non-empty list of JSON objects")
-        if len(inputs) > BULK_START_MOST:
-            return error(400, f"at most {BULK_START_MOST} instances per request (got {len(inputs)})")
+            raise BadRequest("'inputs' must be a non-empty list of JSON objects")
         keys = body.get("idempotency_keys")
         if keys is not None and (not isinstance(keys, list) or len(keys) != len(inputs) or not all(
                 key is None or (isinstance(key, str) and 0 < len(key) <= MAX_IDEMPOTENCY_KEY) for key in keys)):
-            return error(400, f"'idempotency_keys' must be a list with one key (a string of 1-"
-                              f"{MAX_IDEMPOTENCY_KEY} characters, or null) per input")
-        try:
-            instances = runtime.start_instances(version, inputs, idempotency_keys=keys, user=request.user)
-        except ValueError as exc:  # one key twice
-            return error(400, str(exc))
-        return JsonResponse({"instances": [instance_json(instance) for instance in instances]}, status=201)
+            raise BadRequest(f"'idempotency_keys' must be a list with one key (a string of 1-"
+                             f"{MAX_IDEMPOTENCY_KEY} characters, or null) per input")
+        instances = start_workflow(slug, inputs, keys, request.user)
+    except BadRequest as exc:
+        return exc.response()
+    return JsonResponse({"instances": [instance_json(instance) for instance in instances]}, status=201)
 
-    return _starting(start)
+
+def events_after(instance: WorkflowInstance, after: int, limit: int) -> dict[str, Any]:
+    """An instance's events after sequence number `after` (oldest first, at most `limit`) and its last
+    sequence number: what a client polls to follow an instance."""
+    events = instance.events.filter(seq__gt=after).order_by("seq")[:limit]
+    return {"events": [e.as_message() for e in events], "last_seq": instance.event_seq}
 
 
 @api_view(("GET",), perm=permissions.VIEW_INSTANCES)
@@ -251,5 +274,4 @@ def instance_events(request: HttpRequest, instance_id: int) -> JsonResponse:
     if after < 0 or not 1 <= limit <= 1000:
         # A negative limit would reach the queryset slice and fail with a 500.
         return error(400, "'after' must be 0 or more and 'limit' between 1 and 1000")
-    events = inst.events.filter(seq__gt=after).order_by("seq")[:limit]
-    return JsonResponse({"events": [e.as_message() for e in events], "last_seq": inst.event_seq})
+    return JsonResponse(events_after(inst, after, limit))

@@ -15,7 +15,7 @@ from django.db.models import Count
 from django.http import HttpRequest, JsonResponse
 
 from dashboard import permissions
-from dashboard.api import BodyRejected, api_view, error, json_body
+from dashboard.api import BadRequest, BodyRejected, api_view, error, json_body
 from workflows.definitions import save_version
 from workflows.engine import expressions
 from workflows.engine.errors import ExpressionError, GraphInvalid
@@ -23,19 +23,6 @@ from workflows.models import WorkflowDefinition, WorkflowVersion
 
 SAVE_PERM = permissions.SAVE_VERSION
 MAX_MESSAGE = 500  # WorkflowVersion.message's max_length
-
-
-class BadRequest(Exception):
-    """A request the client must fix; becomes a JSON error with this status."""
-
-    def __init__(self, message: str, status: int = 400, **extra: Any) -> None:
-        super().__init__(message)
-        self.message = message
-        self.status = status
-        self.extra = extra
-
-    def response(self) -> JsonResponse:
-        return error(self.status, self.message, **self.extra)
 
 
 def _body(request: HttpRequest) -> dict[str, Any]:
@@ -49,14 +36,14 @@ def _body(request: HttpRequest) -> dict[str, Any]:
     return body
 
 
-def _definition(slug: str) -> WorkflowDefinition:
+def definition_or_404(slug: str) -> WorkflowDefinition:
     definition = WorkflowDefinition.objects.filter(slug=slug).first()
     if definition is None:
         raise BadRequest(f"workflow {slug!r} does not exist", 404)
     return definition
 
 
-def _version(definition: WorkflowDefinition, number: Any) -> WorkflowVersion:
+def version_or_404(definition: WorkflowDefinition, number: Any) -> WorkflowVersion:
     try:
         number = int(number)
     except (TypeError, ValueError):
@@ -112,7 +99,7 @@ def versions(request: HttpRequest, slug: str) -> JsonResponse:
     """GET: the definition and its versions, newest first. POST: save the graph as a new version."""
     if request.method == "POST":
         return _save(request, slug)
-    definition = _definition(slug)
+    definition = definition_or_404(slug)
     rows = definition.versions.select_related("created_by").annotate(n_instances=Count("instances"))
     latest = definition.latest_version()
     return JsonResponse({
@@ -134,10 +121,16 @@ def _save(request: HttpRequest, slug: str) -> JsonResponse:
     message = permissions.refusal(request.user, SAVE_PERM)
     if message is not None:
         return error(403, f"{message} to save")
-    definition = _definition(slug)
+    return JsonResponse(saved_json(*save_new_version(slug, _body(request), request.user)), status=201)
+
+
+def save_new_version(slug: str, body: dict[str, Any], user: Any) -> tuple[WorkflowVersion, WorkflowVersion | None]:
+    """Save `body["graph"]` as the workflow's next version (the editor's save and the v1 API's): a message
+    is required, and `base_version` must be the latest unless `force`. Returns the new version and the one
+    "save anyway" saved over (None when the edit started from the latest). Raises BadRequest."""
+    definition = definition_or_404(slug)
     if definition.archived:
         raise BadRequest(f"workflow {slug!r} is archived: unarchive it before saving", 409)
-    body = _body(request)
     graph = body.get("graph")
     if not isinstance(graph, dict):
         raise BadRequest("'graph' must be a JSON object with 'nodes' and 'edges'")
@@ -165,15 +158,20 @@ def _save(request: HttpRequest, slug: str) -> JsonResponse:
             409, **conflict_details(definition, base, latest, graph))
     try:
         version = save_version(slug, graph, name=name.strip() if name else None, description=description,
-                               message=message.strip(), user=request.user)
+                               message=message.strip(), user=user)
     except GraphInvalid as exc:
-        return error(400, f"the graph is invalid ({len(exc.issues)} problem"
-                          f"{'s' if len(exc.issues) != 1 else ''})",
-                     errors=[issue.as_dict() for issue in exc.issues])
+        raise BadRequest(f"the graph is invalid ({len(exc.issues)} problem{'s' if len(exc.issues) != 1 else ''})",
+                         errors=[issue.as_dict() for issue in exc.issues]) from None
+    return version, latest if stale else None
+
+
+def saved_json(version: WorkflowVersion, replaced: WorkflowVersion | None) -> dict[str, Any]:
+    """The answer to a save: the workflow and the new version, and `replaced` when "save anyway" saved
+    over a version someone else saved after the one the edit started from."""
     answer: dict[str, Any] = {"workflow": definition_json(version.definition), "version": version_summary(version)}
-    if stale and latest is not None:
-        answer["replaced"] = version_summary(latest)  # "save anyway" saved over this version
-    return JsonResponse(answer, status=201)
+    if replaced is not None:
+        answer["replaced"] = version_summary(replaced)
+    return answer
 
 
 def conflict_details(definition: WorkflowDefinition, base: Any, latest: WorkflowVersion | None,
@@ -195,7 +193,7 @@ def conflict_details(definition: WorkflowDefinition, base: Any, latest: Workflow
 @api_view(("GET",), perm=permissions.VIEW_GRAPHS)
 @_guarded
 def version_detail(request: HttpRequest, slug: str, number: int) -> JsonResponse:
-    version = _version(_definition(slug), number)
+    version = version_or_404(definition_or_404(slug), number)
     return JsonResponse({**version_summary(version), "graph": version.graph,
                          "input_schema": input_schema(version.graph)})
 
@@ -204,10 +202,10 @@ def version_detail(request: HttpRequest, slug: str, number: int) -> JsonResponse
 @_guarded
 def restore(request: HttpRequest, slug: str, number: int) -> JsonResponse:
     """Save an old version's graph as the newest version (history is never rewritten)."""
-    definition = _definition(slug)
+    definition = definition_or_404(slug)
     if definition.archived:
         raise BadRequest(f"workflow {slug!r} is archived: unarchive it before restoring a version", 409)
-    old = _version(definition, number)
+    old = version_or_404(definition, number)
     body = _body(request)
     message = body.get("message") or f"Restored from v{old.number}"
     if not isinstance(message, str) or len(message) > MAX_MESSAGE:
@@ -225,11 +223,11 @@ def restore(request: HttpRequest, slug: str, number: int) -> JsonResponse:
 @_guarded
 def diff(request: HttpRequest, slug: str) -> JsonResponse:
     """What changed from version `from` to version `to`: nodes and edges added, removed and changed."""
-    definition = _definition(slug)
+    definition = definition_or_404(slug)
     if "from" not in request.GET or "to" not in request.GET:
         raise BadRequest("give both versions to compare: ?from=N&to=M")
-    old = _version(definition, request.GET["from"])
-    new = _version(definition, request.GET["to"])
+    old = version_or_404(definition, request.GET["from"])
+    new = version_or_404(definition, request.GET["to"])
     return JsonResponse({"from": old.number, "to": new.number, **graph_diff(old.graph, new.graph)})
 
 

@@ -40,3 +40,25 @@ class SecurityEvent(models.Model):
 
     def __str__(self) -> str:
         return f"{self.action} {self.username} from {self.address}"
+
+
+class ApiToken(models.Model):
+    """A user's token for the v1 API (dashboard/tokens.py). Only the sha256 of the secret part is kept:
+    the whole token is shown once, when made. `key` (public, in the token) finds the row; the digest is
+    then compared in constant time."""
+
+    user = models.ForeignKey("auth.User", on_delete=models.CASCADE, related_name="api_tokens")
+    name = models.CharField(max_length=100)
+    key = models.CharField(max_length=16, unique=True)
+    digest = models.CharField(max_length=64)
+    scopes = models.JSONField(default=list)
+    created_at = models.DateTimeField(default=timezone.now)
+    expires_at = models.DateTimeField(null=True, blank=True)
+    revoked_at = models.DateTimeField(null=True, blank=True)
+    last_used_at = models.DateTimeField(null=True, blank=True)
+
+    class Meta:
+        ordering = ["-created_at"]
+
+    def __str__(self) -> str:
+        return f"{self.name} ({self.user_id}, sf_{self.key}…)"

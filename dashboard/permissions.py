@@ -40,6 +40,7 @@ SAVE_VERSION = "workflows.add_workflowversion"
 START = "workflows.add_workflowinstance"
 OPERATE = "workflows.operate_workflowinstance"
 DECIDE = "workflows.decide_reviewitem"
+RESET_BREAKER = "workflows.change_breakerstate"
 
 
 def groups_with(perm: str) -> list[str]:

@@ -37,6 +37,10 @@ class RejectNulMiddleware(MiddlewareMixin):
                 "\x00" in key or any("\x00" in value for value in values) for key, values in request.GET.lists()):
             return None
         message = "the URL holds a NUL character (%00), which is never valid here"
+        if request.path.startswith("/api/v1/"):
+            from dashboard.v1 import problems  # the v1 API answers every error as a problem document
+
+            return problems.response(request, 400, message)
         if request.path.startswith("/api/"):
             return JsonResponse({"message": message}, status=400)
         return HttpResponseBadRequest(message, content_type="text/plain")

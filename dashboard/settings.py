@@ -57,6 +57,7 @@ INSTALLED_APPS = [
     "django.contrib.staticfiles",
     "channels",
     "django_rq",
+    "ninja",  # the v1 API (dashboard/v1/); listed so its Swagger UI files are served from static/, no CDN
     "workflows",
     "dashboard",
 ]
@@ -247,6 +248,9 @@ STEADYFLOW = {
     "TTL_ACTION": env_str("STEADYFLOW_TTL_ACTION", "halt"),
     # Four eyes: the user who started an instance may not approve its review items.
     "REVIEW_FOUR_EYES": env_bool("STEADYFLOW_REVIEW_FOUR_EYES", False),
+    # The v1 API's rate limit per token: this many requests per window (0: no limit), counted in Redis.
+    "API_RATE_LIMIT": env_int("STEADYFLOW_API_RATE_LIMIT", 600, minimum=0),
+    "API_RATE_WINDOW_S": env_int("STEADYFLOW_API_RATE_WINDOW_S", 60, minimum=1),
     # Per-model prices in USD per 1,000 tokens, JSON: {"gpt-4o-mini": {"prompt_per_1k": 0.00015,
     # "completion_per_1k": 0.0006}}; "*" applies to models not listed.
     "LLM_PRICES": env_json("STEADYFLOW_LLM_PRICES", {}),

@@ -2,7 +2,10 @@ from django.conf import settings
 from django.contrib import admin
 from django.contrib.auth import views as auth_views
 from django.contrib.staticfiles.urls import staticfiles_urlpatterns
+from django.http import HttpRequest, HttpResponse
 from django.urls import path
+from django.views.defaults import page_not_found
+from django.views.generic import RedirectView
 
 from dashboard import (
     api,
@@ -15,7 +18,9 @@ from dashboard import (
     report_views,
     review_api,
     review_views,
+    token_views,
     trigger_views,
+    v1,
     views,
 )
 from dashboard.login_throttle import ThrottledAdminAuthenticationForm, ThrottledAuthenticationForm
@@ -71,6 +76,11 @@ urlpatterns = [
          name="login"),
     path("accounts/logout/", auth_views.LogoutView.as_view(), name="logout"),
     path("admin/", admin.site.urls),
+    # The versioned REST API (dashboard/v1/): its own URL conf, namespace "v1".
+    path("api/v1/", v1.urls()),
+    path("api/docs", RedirectView.as_view(url="/api/v1/docs"), name="api-docs"),
+    path("account/tokens/", token_views.token_list, name="api-tokens"),
+    path("account/tokens/<int:token_id>/revoke", token_views.revoke, name="api-token-revoke"),
     # Last among the API routes: an unknown /api/ path answers JSON, not the HTML 404 page.
     path("api/<path:rest>", api.not_found, name="api-not-found"),
 ]
@@ -85,3 +95,13 @@ if settings.STEADYFLOW["DEMO_ENDPOINTS"]:
         path("demo/ledger/<slug:action>", demo.ledger, name="demo-ledger"),
         path("demo/notify/<slug:action>", demo.ledger, name="demo-notify"),
     ]
+
+
+def handler404(request: HttpRequest, exception: Exception) -> HttpResponse:
+    """A path no pattern matches at all (the API's catch-alls do not match a newline, for one): the
+    v1 API still answers a problem document, the older API JSON."""
+    if request.path.startswith("/api/v1/"):
+        return v1.not_found(request)
+    if request.path.startswith("/api/"):
+        return api.not_found(request)
+    return page_not_found(request, exception)

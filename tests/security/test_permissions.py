@@ -104,7 +104,11 @@ def world(db: None) -> World:
     credential.save()
     cached = LLMCacheEntry.objects.create(workflow_id=version.definition_id, key="k", output={"text": "hi"},
                                           expires_at=timezone.now() + timedelta(hours=1))
+    from dashboard import tokens
+
+    viewer_token = tokens.issue(people["viewer"], "viewer's", ["read"]).token
     return World(people, task, mine, halted, breaker, ids={
+        "token": viewer_token.pk,
         "task_item": ReviewItem.objects.get(instance=task, status="open").pk,
         "halt_item": ReviewItem.objects.get(instance=halted, status="open").pk,
         "cache_entry": cached.pk,
@@ -226,6 +230,47 @@ MATRIX: dict[str, list[Action]] = {
     "login": [Action("GET", lambda w: "/accounts/login/", PUBLIC)],
     "logout": [Action("POST", lambda w: "/accounts/logout/", row(302, 302, 302, 302, 302, 302, 302))],
     "api-not-found": [api("GET", lambda w: "/api/nothing/here", row(404, 404, 404, 404, 404, 404, 404))],
+    "api-docs": [Action("GET", lambda w: "/api/docs", row(302, 302, 302, 302, 302, 302, 302))],
+    # Everyone logged in manages their own tokens (what a token may do is bounded by its user).
+    "api-tokens": [Action("GET", lambda w: "/account/tokens/", row(302, 200, 200, 200, 200, 200, 200)),
+                   # Made, then redirected to show it; `nobody` holds no scope, so the form is shown again.
+                   Action("POST", lambda w: "/account/tokens/", row(302, 200, 302, 302, 302, 302, 302),
+                          {"name": "t", "scopes": ["read"]})],
+    "api-token-revoke": [Action("POST", lambda w: f"/account/tokens/{w.ids['token']}/revoke",
+                                row(302, 404, 302, 404, 404, 404, 404))],  # the viewer's token
+}
+
+# The v1 API (dashboard/v1/, namespace "v1"): every URL name of its URL conf, by session and by token.
+V1 = "/api/v1/"
+V1_MATRIX: dict[str, list[Action]] = {
+    "openapi-json": [api("GET", lambda w: V1 + "openapi.json", row(401, 200, 200, 200, 200, 200, 200))],
+    "openapi-view": [api("GET", lambda w: V1 + "docs", row(302, 200, 200, 200, 200, 200, 200))],
+    "start": [api("POST", lambda w: V1 + f"workflows/{SLUG}/instances", START_API, {"input": {}})],
+    "start_many": [api("POST", lambda w: V1 + f"workflows/{SLUG}/instances/bulk", START_API, {"inputs": [{}]})],
+    "get": [api("GET", lambda w: V1 + f"instances/{w.task.pk}", VIEW_API)],
+    "list_instances": [api("GET", lambda w: V1 + "instances", VIEW_API)],
+    "events": [api("GET", lambda w: V1 + f"instances/{w.task.pk}/events", VIEW_API)],
+    "cancel": [api("POST", lambda w: V1 + f"instances/{w.mine.pk}/cancel", row(401, 403, 403, 200, 200, 200, 200)),
+               api("POST", lambda w: V1 + f"instances/{w.task.pk}/cancel", row(401, 403, 403, 403, 200, 200, 200))],
+    "retry": [api("POST", lambda w: V1 + f"instances/{w.task.pk}/retry", OPERATE_API)],
+    "rerun": [api("POST", lambda w: V1 + f"instances/{w.task.pk}/rerun", OPERATE_API, {"node": "ask"})],
+    "list_workflows": [api("GET", lambda w: V1 + "workflows", VIEW_API)],
+    "get_workflow": [api("GET", lambda w: V1 + f"workflows/{SLUG}", VIEW_API)],
+    "export_graph": [api("GET", lambda w: V1 + f"workflows/{SLUG}/graph", VIEW_API)],
+    "validate": [api("POST", lambda w: V1 + "validate", VIEW_API, {"graph": GRAPH})],
+    "save": [api("POST", lambda w: V1 + f"workflows/{SLUG}/versions", DESIGN_API,
+                 {"graph": GRAPH, "message": "again", "base_version": 1})],
+    "diff": [api("GET", lambda w: V1 + f"workflows/{SLUG}/diff?from=1&to=1", VIEW_API)],
+    "list_reviews": [api("GET", lambda w: V1 + "reviews", VIEW_API)],
+    "get_review": [api("GET", lambda w: V1 + f"reviews/{w.ids['task_item']}", VIEW_API)],
+    "decide": [api("POST", lambda w: V1 + f"reviews/{w.ids['task_item']}/decide", ANSWER_API, {"action": "approve"}),
+               api("POST", lambda w: V1 + f"reviews/{w.ids['halt_item']}/decide",
+                   row(401, 403, 403, 403, 200, 200, 200), {"action": "cancel"})],
+    "list_breakers": [api("GET", lambda w: V1 + "breakers", VIEW_API)],
+    "reset_breaker": [api("POST", lambda w: V1 + "breakers/llm:demo/reset", row(401, 403, 403, 403, 200, 200, 200))],
+    "health": [api("GET", lambda w: V1 + "health", PUBLIC)],
+    "api-root": [api("GET", lambda w: V1, row(404, 404, 404, 404, 404, 404, 404))],
+    "not-found": [api("GET", lambda w: V1 + "nothing/here", row(404, 404, 404, 404, 404, 404, 404))],
 }
 
 
@@ -242,10 +287,17 @@ def _named_urls() -> tuple[set[str], set[str]]:
     return names, namespaces
 
 
+def _v1_names() -> set[str]:
+    resolver = next(entry for entry in get_resolver().url_patterns
+                    if isinstance(entry, URLResolver) and entry.namespace == "v1")
+    return {entry.name or str(entry.pattern) for entry in resolver.url_patterns}
+
+
 def test_every_url_has_a_row() -> None:
     names, namespaces = _named_urls()
     assert names == set(MATRIX), "add a row to MATRIX for each new URL (and remove rows of URLs that went)"
-    assert namespaces == {"admin"}, "a new included URL conf needs its own matrix, as the admin has"
+    assert namespaces == {"admin", "v1"}, "a new included URL conf needs its own matrix, as the admin has"
+    assert _v1_names() == set(V1_MATRIX), "add a row to V1_MATRIX for each new v1 endpoint"
     routes = {str(entry.pattern) for entry in websocket_urlpatterns}
     assert routes == set(SOCKETS), "add a row to SOCKETS for each new WebSocket route"
 
@@ -266,10 +318,43 @@ def test_matrix(world: World, name: str, index: int, role: str) -> None:
         response = client.post(path, action.body or {})
     expected = action.expected[role]
     assert response.status_code == expected, f"{role} {action.method} {path}: {response.content[:300]!r}"
-    if expected == 302 and role == "anonymous":
+    if expected == 302 and role == "anonymous" and name != "api-docs":  # api-docs: a redirect to /api/v1/docs
         assert response["Location"].startswith("/accounts/login/")
     if expected == 403 and action.json:
         assert response.json()["message"].startswith("permission denied")
+
+
+V1_CELLS = [(name, index, role, auth) for name, actions in V1_MATRIX.items() for index in range(len(actions))
+            for role in ROLES for auth in ("session", "token") if not (auth == "token" and role == "nobody")]
+
+
+@pytest.mark.parametrize(("name", "index", "role", "auth"), V1_CELLS,
+                         ids=[f"v1-{n}-{i}-{r}-{a}" for n, i, r, a in V1_CELLS])
+def test_v1_matrix(world: World, name: str, index: int, role: str, auth: str, redis_conn: Any) -> None:
+    """The same answer by session and by a token holding every scope its user may have (`nobody` may have
+    none, so no token): the token adds nothing to its user's permissions."""
+    from dashboard import tokens
+
+    action = V1_MATRIX[name][index]
+    user = world.users[role]
+    if auth == "token" and user is not None:
+        client = Client(HTTP_AUTHORIZATION="Bearer " + tokens.issue(user, "m", tokens.scopes_for(user)).plaintext)
+    else:
+        client = world.client(role)
+    path = action.path(world)
+    if action.method == "GET":
+        response = client.get(path)
+    else:
+        response = client.post(path, action.body or {}, content_type="application/json")
+    expected = action.expected[role]
+    if name == "openapi-view" and role == "anonymous":
+        assert response.status_code == 302 and response["Location"].startswith("/accounts/login/")
+        return
+    assert response.status_code == expected, f"{role} by {auth} {action.method} {path}: {response.content[:300]!r}"
+    if expected >= 400:
+        assert response["Content-Type"] == "application/problem+json"
+        if expected == 403:
+            assert response.json()["detail"].startswith("permission denied"), response.json()
 
 
 # --- The admin: its pages, its custom view and every action -------------------------------------

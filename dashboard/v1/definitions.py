@@ -1,0 +1,110 @@
+"""v1 workflow definitions: list, get, export a version's graph, validate a graph, save a version, diff.
+
+The editor's endpoints (dashboard/editor_api.py) and these share their functions: definition_or_404,
+version_or_404, save_new_version, graph_diff and the shapes version_summary and definition_json.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from django.db.models import Count
+from django.http import HttpRequest
+from ninja import Field, Query, Router, Schema, Status
+
+from dashboard import permissions
+from dashboard.editor_api import (
+    definition_json,
+    definition_or_404,
+    graph_diff,
+    save_new_version,
+    saved_json,
+    version_or_404,
+    version_summary,
+)
+from dashboard.v1.auth import need
+from workflows.credentials import validate as validate_graph  # the graph checks plus credential names
+from workflows.models import WorkflowDefinition
+
+router = Router(tags=["workflows"])
+VIEW = permissions.VIEW_GRAPHS
+
+
+@router.get("/workflows", response=dict[str, Any], summary="List workflows")
+def list_workflows(request: HttpRequest, archived: bool = False) -> dict[str, Any]:
+    """Every workflow (archived ones with `archived=true`) and its latest version number."""
+    need(request, "read", VIEW)
+    rows = WorkflowDefinition.objects.filter(archived=archived).order_by("slug")
+    out = []
+    for definition in rows:
+        latest = definition.latest_version()
+        out.append({**definition_json(definition), "latest_version": latest.number if latest else None})
+    return {"items": out}
+
+
+@router.get("/workflows/{slug}", response=dict[str, Any], summary="Get a workflow and its versions")
+def get_workflow(request: HttpRequest, slug: str) -> dict[str, Any]:
+    need(request, "read", VIEW)
+    definition = definition_or_404(slug)
+    rows = definition.versions.select_related("created_by").annotate(n_instances=Count("instances"))
+    return {**definition_json(definition),
+            "versions": [version_summary(v, v.n_instances) for v in rows.order_by("-number")]}
+
+
+@router.get("/workflows/{slug}/graph", response=dict[str, Any], summary="Export a version's graph")
+def export_graph(request: HttpRequest, slug: str,
+                 version: int | None = Query(None, ge=1, le=2**31 - 1, description="Default: the latest.")
+                 ) -> dict[str, Any]:
+    """The graph document of a version, as `manage.py` and the editor import it."""
+    need(request, "read", VIEW)
+    definition = definition_or_404(slug)
+    if version is None:
+        latest = definition.latest_version()
+        if latest is None:
+            from dashboard.v1.problems import Problem
+
+            raise Problem(404, f"workflow {slug!r} has no saved version")
+        version = latest.number
+    found = version_or_404(definition, version)
+    return {**version_summary(found), "workflow": slug, "graph": found.graph}
+
+
+class GraphIn(Schema):
+    graph: dict[str, Any] = Field(description="A graph document: nodes, edges, settings.")
+
+
+@router.post("/validate", response=dict[str, Any], summary="Validate a graph")
+def validate(request: HttpRequest, body: GraphIn) -> dict[str, Any]:
+    """Check a graph without saving it: `errors` name each problem's node, edge or field."""
+    need(request, "read", VIEW)
+    issues = validate_graph(body.graph)
+    return {"valid": not issues, "errors": [issue.as_dict() for issue in issues]}
+
+
+class SaveIn(Schema):
+    graph: dict[str, Any]
+    message: str = Field(min_length=1, max_length=500, description="What changed.")
+    base_version: int | None = Field(None, description="The version this edit started from (the latest).")
+    force: bool = Field(False, description="Save even when someone saved since `base_version`.")
+    name: str | None = Field(None, min_length=1, max_length=200)
+    description: str | None = None
+
+
+@router.post("/workflows/{slug}/versions", response={201: dict[str, Any]}, summary="Save a version")
+def save(request: HttpRequest, slug: str, body: SaveIn) -> Status[dict[str, Any]]:
+    """Save the graph as the workflow's next version (409 when `base_version` is not the latest)."""
+    need(request, "design", VIEW, permissions.SAVE_VERSION)
+    return Status(201, saved_json(*save_new_version(slug, body.dict(), request.user)))
+
+
+class DiffQuery(Schema):
+    from_: int = Field(alias="from", ge=1, le=2**31 - 1)
+    to: int = Field(ge=1, le=2**31 - 1)
+
+
+@router.get("/workflows/{slug}/diff", response=dict[str, Any], summary="Diff two versions")
+def diff(request: HttpRequest, slug: str, query: Query[DiffQuery]) -> dict[str, Any]:
+    need(request, "read", VIEW)
+    definition = definition_or_404(slug)
+    old, new = version_or_404(definition, query.from_), version_or_404(definition, query.to)
+    return {"from": old.number, "to": new.number, **graph_diff(old.graph, new.graph)}
