@@ -30,6 +30,12 @@ VIEW = permissions.VIEW_INSTANCES
 PAGE_MOST = 200
 
 
+def traceparent_header() -> Any:
+    return Header(None, alias="traceparent", description=(
+        "A W3C trace context header (`00-<trace id>-<span id>-<flags>`): the instance joins the caller's "
+        "trace, its span a child of the caller's. An invalid value is ignored."))
+
+
 class StartIn(Schema):
     input: dict[str, Any] = Field(default_factory=dict, description="The start input (the initial context).")
 
@@ -62,24 +68,26 @@ def instance_or_404(instance_id: int) -> WorkflowInstance:
 
 @router.post("/workflows/{slug}/instances", response={201: dict[str, Any]}, summary="Start an instance")
 def start(request: HttpRequest, slug: str, body: StartIn,
-          idempotency_key: str | None = Header(None, alias="Idempotency-Key", max_length=MAX_IDEMPOTENCY_KEY)
-          ) -> Status[dict[str, Any]]:
+          idempotency_key: str | None = Header(None, alias="Idempotency-Key", max_length=MAX_IDEMPOTENCY_KEY),
+          traceparent: str | None = traceparent_header()) -> Status[dict[str, Any]]:
     """Start the workflow's latest version. A repeated `Idempotency-Key` (per workflow) answers the
-    instance the first request started instead of starting another."""
+    instance the first request started instead of starting another. A W3C `traceparent` header puts
+    the instance's spans in the caller's trace (an invalid one is ignored)."""
     need(request, "run", permissions.START)
-    instance = start_workflow(slug, [body.input], [idempotency_key or None], request.user)[0]
+    instance = start_workflow(slug, [body.input], [idempotency_key or None], request.user, traceparent)[0]
     return Status(201, instance_json(instance))
 
 
 @router.post("/workflows/{slug}/instances/bulk", response={201: dict[str, Any]}, summary="Start many instances")
-def start_many(request: HttpRequest, slug: str, body: StartManyIn) -> Status[dict[str, Any]]:
+def start_many(request: HttpRequest, slug: str, body: StartManyIn,
+               traceparent: str | None = traceparent_header()) -> Status[dict[str, Any]]:
     """Start one instance per input in one transaction."""
     need(request, "run", permissions.START)
     keys = body.idempotency_keys
     if keys is not None and len(keys) != len(body.inputs):
         raise Problem(422, "one idempotency key (or null) per input",
                       [{"field": "body.idempotency_keys", "message": f"expected {len(body.inputs)} keys"}])
-    instances = start_workflow(slug, body.inputs, keys, request.user)
+    instances = start_workflow(slug, body.inputs, keys, request.user, traceparent)
     return Status(201, {"instances": [instance_json(instance) for instance in instances]})
 
 
