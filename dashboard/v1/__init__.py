@@ -18,7 +18,7 @@ from ninja.parser import Parser
 
 from dashboard import tokens
 from dashboard.api import json_body
-from dashboard.v1 import definitions, instances, problems, reviews, system
+from dashboard.v1 import definitions, instances, problems, reviews, system, triggers
 from dashboard.v1.auth import AUTH
 
 PROBLEM_RESPONSES = {
@@ -95,6 +95,7 @@ api.add_router("", instances.router)
 api.add_router("", definitions.router)
 api.add_router("", reviews.router)
 api.add_router("", system.router)
+api.add_router("", triggers.router)
 
 
 def _problems_for_everything(view: Callable[..., HttpResponse]) -> Callable[..., HttpResponse]:
