@@ -19,6 +19,7 @@ from pydantic import field_validator
 from dashboard import permissions
 from dashboard.api import MAX_IDEMPOTENCY_KEY, events_after, instance_json, start_workflow
 from dashboard.instance_api import step_json
+from dashboard.v1 import following
 from dashboard.v1.auth import has_scope, need
 from dashboard.v1.problems import Problem
 from workflows import operations
@@ -160,11 +161,19 @@ def list_instances(request: HttpRequest, filters: Query[ListFilters]) -> dict[st
 
 @router.get("/instances/{instance_id}/events", response=dict[str, Any], summary="Events after a sequence number")
 def events(request: HttpRequest, instance_id: int, after: int = Query(0, ge=0, le=2**62),
-           limit: int = Query(500, ge=1, le=1000)) -> dict[str, Any]:
+           limit: int = Query(500, ge=1, le=1000),
+           wait: int = Query(0, ge=0, le=following.WAIT_MOST_S, description=(
+               "Long poll: when there is no event after `after` yet, wait up to this many seconds for one "
+               "(answered as soon as one is committed; an empty list when the wait ends or the instance is "
+               "final)."))) -> dict[str, Any]:
     """The instance's events with `seq` > `after`, oldest first. Poll with `after` = the last `seq` seen
-    (or `last_seq`) to follow an instance."""
+    (or `last_seq`) to follow an instance; add `wait` to long-poll. `…/events/stream` is the same as
+    server-sent events."""
     need(request, "read", VIEW)
-    return events_after(instance_or_404(instance_id), after, limit)
+    instance = instance_or_404(instance_id)
+    if wait == 0:
+        return events_after(instance, after, limit)
+    return following.wait_for_events(instance.pk, after, limit, wait)
 
 
 def _done(instance_id: int, **extra: Any) -> dict[str, Any]:

@@ -266,6 +266,7 @@ V1_MATRIX: dict[str, list[Action]] = {
     "get": [api("GET", lambda w: V1 + f"instances/{w.task.pk}", VIEW_API)],
     "list_instances": [api("GET", lambda w: V1 + "instances", VIEW_API)],
     "events": [api("GET", lambda w: V1 + f"instances/{w.task.pk}/events", VIEW_API)],
+    "event_stream": [api("GET", lambda w: V1 + f"instances/{w.task.pk}/events/stream", VIEW_API)],
     "cancel": [api("POST", lambda w: V1 + f"instances/{w.mine.pk}/cancel", row(401, 403, 403, 200, 200, 200, 200)),
                api("POST", lambda w: V1 + f"instances/{w.task.pk}/cancel", row(401, 403, 403, 403, 200, 200, 200))],
     "retry": [api("POST", lambda w: V1 + f"instances/{w.task.pk}/retry", OPERATE_API)],
