@@ -5,6 +5,7 @@ once the follower has read and found nothing, so the waiting path is the one tes
 from __future__ import annotations
 
 import threading
+import warnings
 from collections.abc import Callable, Iterator
 from typing import Any
 
@@ -16,9 +17,6 @@ from tests.api.conftest import SIMPLE, Api, assert_problem
 from workflows import operations, runtime
 from workflows.definitions import save_version
 from workflows.models import WorkflowInstance
-
-# The sync test client gathers an async stream whole (it ends: the instance is final), and says so.
-pytestmark = pytest.mark.filterwarnings("ignore:StreamingHttpResponse must consume")
 
 
 @pytest.fixture
@@ -53,7 +51,12 @@ def cancel_after_first_empty_read(monkeypatch: pytest.MonkeyPatch, instance: Wor
     return thread
 
 
-def parse_frames(raw: bytes) -> list[dict[str, str]]:
+def parse_frames(response: Any) -> list[dict[str, str]]:
+    """The whole stream's frames. The sync test client gathers an async stream whole (it ends: the
+    instance is final) and warns that it does."""
+    with warnings.catch_warnings():
+        warnings.filterwarnings("ignore", "StreamingHttpResponse must consume")
+        raw = b"".join(response)
     frames = []
     for block in raw.decode().split("\n\n"):
         fields: dict[str, str] = {}
@@ -110,16 +113,16 @@ def test_the_stream_sends_every_event_then_ends_and_resumes_from_last_event_id(a
     viewer = as_role("viewer", "read")
     response = viewer.get(f"instances/{waiting.pk}/events/stream")
     assert response.status_code == 200 and response["Content-Type"] == "text/event-stream"
-    frames = parse_frames(b"".join(response))
+    frames = parse_frames(response)
     assert frames[0] == {"retry": "2000"}
     events = [f for f in frames if "id" in f]
     assert [int(f["id"]) for f in events] == list(range(1, waiting.event_seq + 1))
     assert all(f["event"] for f in events)
     assert frames[-1]["event"] == "end" and '"status": "cancelled"' in frames[-1]["data"]
 
-    resumed = parse_frames(b"".join(viewer.get(f"instances/{waiting.pk}/events/stream", **{"Last-Event-ID": "2"})))
+    resumed = parse_frames(viewer.get(f"instances/{waiting.pk}/events/stream", **{"Last-Event-ID": "2"}))
     assert [int(f["id"]) for f in resumed if "id" in f] == list(range(3, waiting.event_seq + 1))
-    after = parse_frames(b"".join(viewer.get(f"instances/{waiting.pk}/events/stream?after=3")))
+    after = parse_frames(viewer.get(f"instances/{waiting.pk}/events/stream?after=3"))
     assert [int(f["id"]) for f in after if "id" in f] == list(range(4, waiting.event_seq + 1))
 
 
@@ -128,7 +131,7 @@ def test_the_stream_follows_a_live_instance_until_it_is_final(as_role, people, w
     thread = cancel_after_first_empty_read(monkeypatch, waiting, people["superuser"])
     response = as_role("viewer", "read").get(f"instances/{waiting.pk}/events/stream",
                                              **{"Last-Event-ID": str(waiting.event_seq)})
-    frames = parse_frames(b"".join(response))
+    frames = parse_frames(response)
     thread.join()
     sent = [f for f in frames if "id" in f]
     assert sent and "instance_cancelled" in {f["event"] for f in sent}
