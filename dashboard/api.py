@@ -166,8 +166,9 @@ def check_idempotency_key(key: Any) -> str | None:
 
 
 def start_workflow(slug: str, inputs: list[dict[str, Any]], keys: list[str | None] | None,
-                   user: Any) -> list[WorkflowInstance]:
+                   user: Any, traceparent: str | None = None) -> list[WorkflowInstance]:
     """Start instances of a workflow's latest version: what the JSON endpoints and the v1 API both call.
+    `traceparent`: the request's W3C header (joined when valid, ignored otherwise).
     Raises BadRequest (404 unknown workflow, 409 no version, 413 too large, 400 otherwise)."""
     definition = WorkflowDefinition.objects.filter(slug=slug, archived=False).first()
     if definition is None:
@@ -180,7 +181,7 @@ def start_workflow(slug: str, inputs: list[dict[str, Any]], keys: list[str | Non
     for key in keys or []:
         check_idempotency_key(key)
     try:
-        return runtime.start_instances(version, inputs, idempotency_keys=keys, user=user)
+        return runtime.start_instances(version, inputs, idempotency_keys=keys, user=user, traceparent=traceparent)
     except PayloadTooLarge as exc:
         raise BadRequest(exc.message, 413) from None
     except GraphInvalid as exc:
@@ -226,7 +227,7 @@ def start_instance(request: HttpRequest, slug: str) -> JsonResponse:
         if not isinstance(start_input, dict) or not isinstance(body, dict):
             raise BadRequest("'input' must be a JSON object")
         key = check_idempotency_key(request.headers.get("Idempotency-Key") or body.get("idempotency_key"))
-        instance = start_workflow(slug, [start_input], [key], request.user)[0]
+        instance = start_workflow(slug, [start_input], [key], request.user, request.headers.get("traceparent"))[0]
     except BadRequest as exc:
         return exc.response()
     return JsonResponse(instance_json(instance), status=201)
@@ -245,7 +246,7 @@ def start_instances(request: HttpRequest, slug: str) -> JsonResponse:
                 key is None or (isinstance(key, str) and 0 < len(key) <= MAX_IDEMPOTENCY_KEY) for key in keys)):
             raise BadRequest(f"'idempotency_keys' must be a list with one key (a string of 1-"
                              f"{MAX_IDEMPOTENCY_KEY} characters, or null) per input")
-        instances = start_workflow(slug, inputs, keys, request.user)
+        instances = start_workflow(slug, inputs, keys, request.user, request.headers.get("traceparent"))
     except BadRequest as exc:
         return exc.response()
     return JsonResponse({"instances": [instance_json(instance) for instance in instances]}, status=201)

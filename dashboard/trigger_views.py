@@ -3,7 +3,6 @@ triggers page (webhooks, schedules, rejected deliveries) where designers manage 
 
 from __future__ import annotations
 
-from datetime import timedelta
 from typing import Any
 
 from django.conf import settings
@@ -18,11 +17,10 @@ from dashboard import permissions
 from dashboard.permissions import authorize
 from workflows.engine import strict_json
 from workflows.models import WorkflowDefinition
-from workflows.triggers import mapping, schedules, signing, webhooks
-from workflows.triggers.models import CatchUp, Schedule, ScheduleFire, Webhook, WebhookRejection, new_secret
+from workflows.triggers import manage, mapping, schedules, signing, webhooks
+from workflows.triggers.models import CatchUp, Schedule, ScheduleFire, Webhook, WebhookRejection
 
 SECRET_SESSION_KEY = "steadyflow_new_webhook_secret"
-ROTATION_GRACE_S = 86400
 
 
 @csrf_exempt  # the only CSRF-exempt view: no cookies are used, the HMAC signature authenticates
@@ -82,9 +80,8 @@ def _change(request: HttpRequest, definition: WorkflowDefinition) -> None:
     now = timezone.now()
     pk = request.POST.get("id", "")
     if action == "add_webhook":
-        input_mapping = mapping.check_mapping(_json_field(request, "input_mapping"))
-        hook = Webhook.objects.create(definition=definition, name=request.POST.get("name", "")[:100],
-                                      input_mapping=input_mapping, created_at=now)
+        hook = manage.create_webhook(definition, request.POST.get("name", ""), _json_field(request, "input_mapping"),
+                                     now)
         # Shown once, on the next page view (kept server-side in the session, not in a cookie).
         request.session[SECRET_SESSION_KEY] = {"hook": hook.hook_id, "secret": hook.secret}
         messages.success(request, f"webhook {hook.hook_id} created: copy its secret now, it is not shown again")
@@ -93,21 +90,15 @@ def _change(request: HttpRequest, definition: WorkflowDefinition) -> None:
         if action == "delete_webhook":
             hook.delete()
         elif action == "rotate_webhook":
-            hook.previous_secret, hook.previous_until = hook.secret, now + timedelta(seconds=ROTATION_GRACE_S)
-            hook.secret = new_secret()
-            hook.save(update_fields=["secret", "previous_secret", "previous_until"])
-            request.session[SECRET_SESSION_KEY] = {"hook": hook.hook_id, "secret": hook.secret}
+            request.session[SECRET_SESSION_KEY] = {"hook": hook.hook_id, "secret": manage.rotate_secret(hook, now)}
             messages.success(request, f"webhook {hook.hook_id}: new secret (the old one works for 24 hours)")
         else:
-            hook.enabled = action == "enable_webhook"
-            hook.save(update_fields=["enabled"])
+            manage.set_enabled(hook, action == "enable_webhook")
     elif action == "add_schedule":
-        start_input = _json_field(request, "input")
-        if not isinstance(start_input, dict):
-            raise ValueError("the schedule's input must be a JSON object")
         schedules.create(definition, request.POST.get("cron", "").strip(),
                          request.POST.get("timezone", "UTC").strip() or "UTC",
-                         catch_up=request.POST.get("catch_up", CatchUp.SKIP), start_input=start_input, now=now)
+                         catch_up=request.POST.get("catch_up", CatchUp.SKIP), start_input=_json_field(request, "input"),
+                         now=now)
         messages.success(request, "schedule added")
     elif action in ("enable_schedule", "disable_schedule", "delete_schedule"):
         schedule = get_object_or_404(Schedule, definition=definition, pk=pk)

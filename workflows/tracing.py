@@ -10,6 +10,8 @@ Ids follow the instance's stored W3C traceparent (`WorkflowInstance.trace_id`): 
 trace; its parent id is the instance span's id; each step attempt's span id is derived from the
 step id and attempt (`observe.step_span_id`), which is also the parent id the `http` and `llm`
 nodes send in their `traceparent` header, so a downstream service's spans hang under the step.
+An instance started with a caller's `traceparent` header shares the caller's trace id, and its span's
+parent is the caller's span (kept in the instance's state under `starting.CALLER_SPAN`).
 
 Nothing of OpenTelemetry is imported unless tracing is configured.
 """
@@ -24,6 +26,7 @@ from typing import Any
 
 from workflows.engine.statuses import InstanceStatus, StepStatus
 from workflows.runtime import observe
+from workflows.runtime.starting import CALLER_SPAN
 from workflows.runtime.unit import UnitOfWork
 
 FINAL = frozenset({InstanceStatus.COMPLETED, InstanceStatus.FAILED, InstanceStatus.CANCELLED,
@@ -138,8 +141,17 @@ def record_spans(unit: UnitOfWork) -> None:
                                    if isinstance(error, dict) else None))
         span.end(end_time=end)
     if "status" in unit.instance_fields and inst.status in FINAL:
-        _chosen.trace, _chosen.span = trace_id, instance_span_id
-        span = tracer.start_span(f"instance {inst.pk}", context=trace.set_span_in_context(trace.INVALID_SPAN),
+        caller_span = (inst.state or {}).get(CALLER_SPAN) if isinstance(inst.state, dict) else None
+        if caller_span:
+            # Started with the caller's traceparent: the instance span is a child of the caller's span
+            # (the trace id comes with that parent, so only the span id is chosen).
+            _chosen.span = instance_span_id
+            root = trace.set_span_in_context(NonRecordingSpan(SpanContext(
+                trace_id, int(caller_span, 16), is_remote=True, trace_flags=TraceFlags(TraceFlags.SAMPLED))))
+        else:
+            _chosen.trace, _chosen.span = trace_id, instance_span_id
+            root = trace.set_span_in_context(trace.INVALID_SPAN)
+        span = tracer.start_span(f"instance {inst.pk}", context=root,
                                  kind=SpanKind.INTERNAL, start_time=_ns(inst.created_at) if inst.created_at else end,
                                  attributes={"steadyflow.instance.id": inst.pk,
                                              "steadyflow.instance.outcome": str(inst.status),

@@ -18,7 +18,7 @@ from ninja.parser import Parser
 
 from dashboard import tokens
 from dashboard.api import json_body
-from dashboard.v1 import definitions, instances, problems, reviews, system
+from dashboard.v1 import definitions, instances, problems, reviews, stream, system, triggers
 from dashboard.v1.auth import AUTH
 
 PROBLEM_RESPONSES = {
@@ -95,6 +95,7 @@ api.add_router("", instances.router)
 api.add_router("", definitions.router)
 api.add_router("", reviews.router)
 api.add_router("", system.router)
+api.add_router("", triggers.router)
 
 
 def _problems_for_everything(view: Callable[..., HttpResponse]) -> Callable[..., HttpResponse]:
@@ -123,7 +124,9 @@ def not_found(request: HttpRequest, rest: str = "") -> HttpResponse:
 
 def urls() -> tuple[list[Any], str, str]:
     patterns, app_name, namespace = api.urls
-    wrapped = []
+    # The event stream is an async Django view (server-sent events), outside ninja's sync operations.
+    wrapped: list[Any] = [path("instances/<int:instance_id>/events/stream", stream.event_stream,
+                               name="event_stream")]
     for pattern in patterns:
         if isinstance(pattern, URLPattern):
             pattern.callback = _problems_for_everything(pattern.callback)

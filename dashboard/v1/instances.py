@@ -19,6 +19,7 @@ from pydantic import field_validator
 from dashboard import permissions
 from dashboard.api import MAX_IDEMPOTENCY_KEY, events_after, instance_json, start_workflow
 from dashboard.instance_api import step_json
+from dashboard.v1 import following
 from dashboard.v1.auth import has_scope, need
 from dashboard.v1.problems import Problem
 from workflows import operations
@@ -28,6 +29,12 @@ from workflows.models import WorkflowInstance, WorkflowVersion
 router = Router(tags=["instances"])
 VIEW = permissions.VIEW_INSTANCES
 PAGE_MOST = 200
+
+
+def traceparent_header() -> Any:
+    return Header(None, alias="traceparent", description=(
+        "A W3C trace context header (`00-<trace id>-<span id>-<flags>`): the instance joins the caller's "
+        "trace, its span a child of the caller's. An invalid value is ignored."))
 
 
 class StartIn(Schema):
@@ -62,24 +69,26 @@ def instance_or_404(instance_id: int) -> WorkflowInstance:
 
 @router.post("/workflows/{slug}/instances", response={201: dict[str, Any]}, summary="Start an instance")
 def start(request: HttpRequest, slug: str, body: StartIn,
-          idempotency_key: str | None = Header(None, alias="Idempotency-Key", max_length=MAX_IDEMPOTENCY_KEY)
-          ) -> Status[dict[str, Any]]:
+          idempotency_key: str | None = Header(None, alias="Idempotency-Key", max_length=MAX_IDEMPOTENCY_KEY),
+          traceparent: str | None = traceparent_header()) -> Status[dict[str, Any]]:
     """Start the workflow's latest version. A repeated `Idempotency-Key` (per workflow) answers the
-    instance the first request started instead of starting another."""
+    instance the first request started instead of starting another. A W3C `traceparent` header puts
+    the instance's spans in the caller's trace (an invalid one is ignored)."""
     need(request, "run", permissions.START)
-    instance = start_workflow(slug, [body.input], [idempotency_key or None], request.user)[0]
+    instance = start_workflow(slug, [body.input], [idempotency_key or None], request.user, traceparent)[0]
     return Status(201, instance_json(instance))
 
 
 @router.post("/workflows/{slug}/instances/bulk", response={201: dict[str, Any]}, summary="Start many instances")
-def start_many(request: HttpRequest, slug: str, body: StartManyIn) -> Status[dict[str, Any]]:
+def start_many(request: HttpRequest, slug: str, body: StartManyIn,
+               traceparent: str | None = traceparent_header()) -> Status[dict[str, Any]]:
     """Start one instance per input in one transaction."""
     need(request, "run", permissions.START)
     keys = body.idempotency_keys
     if keys is not None and len(keys) != len(body.inputs):
         raise Problem(422, "one idempotency key (or null) per input",
                       [{"field": "body.idempotency_keys", "message": f"expected {len(body.inputs)} keys"}])
-    instances = start_workflow(slug, body.inputs, keys, request.user)
+    instances = start_workflow(slug, body.inputs, keys, request.user, traceparent)
     return Status(201, {"instances": [instance_json(instance) for instance in instances]})
 
 
@@ -152,11 +161,19 @@ def list_instances(request: HttpRequest, filters: Query[ListFilters]) -> dict[st
 
 @router.get("/instances/{instance_id}/events", response=dict[str, Any], summary="Events after a sequence number")
 def events(request: HttpRequest, instance_id: int, after: int = Query(0, ge=0, le=2**62),
-           limit: int = Query(500, ge=1, le=1000)) -> dict[str, Any]:
+           limit: int = Query(500, ge=1, le=1000),
+           wait: int = Query(0, ge=0, le=following.WAIT_MOST_S, description=(
+               "Long poll: when there is no event after `after` yet, wait up to this many seconds for one "
+               "(answered as soon as one is committed; an empty list when the wait ends or the instance is "
+               "final)."))) -> dict[str, Any]:
     """The instance's events with `seq` > `after`, oldest first. Poll with `after` = the last `seq` seen
-    (or `last_seq`) to follow an instance."""
+    (or `last_seq`) to follow an instance; add `wait` to long-poll. `…/events/stream` is the same as
+    server-sent events."""
     need(request, "read", VIEW)
-    return events_after(instance_or_404(instance_id), after, limit)
+    instance = instance_or_404(instance_id)
+    if wait == 0:
+        return events_after(instance, after, limit)
+    return following.wait_for_events(instance.pk, after, limit, wait)
 
 
 def _done(instance_id: int, **extra: Any) -> dict[str, Any]:

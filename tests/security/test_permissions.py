@@ -150,6 +150,22 @@ def api(method: str, path: Callable[[World], str], expected: dict[str, int], bod
     return Action(method, path, expected, body, json=True)
 
 
+DESIGN_CHANGE_API = row(401, 403, 403, 200, 403, 403, 200)  # a designer's change to a workflow's triggers
+DESIGN_DELETE_API = row(401, 403, 403, 204, 403, 403, 204)
+
+
+def _schedule_id(world: World) -> int:
+    from workflows.triggers.models import Schedule
+
+    return int(Schedule.objects.create(definition=world.task.version.definition, cron="0 9 * * *").pk)
+
+
+def _hook_id(world: World) -> str:
+    from workflows.triggers.models import Webhook
+
+    return str(Webhook.objects.create(definition=world.task.version.definition).hook_id)
+
+
 def _webhook_path(world: World) -> str:
     from workflows.triggers.models import Webhook
 
@@ -250,6 +266,7 @@ V1_MATRIX: dict[str, list[Action]] = {
     "get": [api("GET", lambda w: V1 + f"instances/{w.task.pk}", VIEW_API)],
     "list_instances": [api("GET", lambda w: V1 + "instances", VIEW_API)],
     "events": [api("GET", lambda w: V1 + f"instances/{w.task.pk}/events", VIEW_API)],
+    "event_stream": [api("GET", lambda w: V1 + f"instances/{w.task.pk}/events/stream", VIEW_API)],
     "cancel": [api("POST", lambda w: V1 + f"instances/{w.mine.pk}/cancel", row(401, 403, 403, 200, 200, 200, 200)),
                api("POST", lambda w: V1 + f"instances/{w.task.pk}/cancel", row(401, 403, 403, 403, 200, 200, 200))],
     "retry": [api("POST", lambda w: V1 + f"instances/{w.task.pk}/retry", OPERATE_API)],
@@ -269,6 +286,19 @@ V1_MATRIX: dict[str, list[Action]] = {
     "list_breakers": [api("GET", lambda w: V1 + "breakers", VIEW_API)],
     "reset_breaker": [api("POST", lambda w: V1 + "breakers/llm:demo/reset", row(401, 403, 403, 403, 200, 200, 200))],
     "health": [api("GET", lambda w: V1 + "health", PUBLIC)],
+    "list_schedules": [api("GET", lambda w: V1 + f"workflows/{SLUG}/schedules", VIEW_API)],
+    "create_schedule": [api("POST", lambda w: V1 + f"workflows/{SLUG}/schedules", DESIGN_API, {"cron": "0 9 * * *"})],
+    "update_schedule": [api("PATCH", lambda w: V1 + f"workflows/{SLUG}/schedules/{_schedule_id(w)}", DESIGN_CHANGE_API,
+                            {"enabled": False})],
+    "delete_schedule": [api("DELETE", lambda w: V1 + f"workflows/{SLUG}/schedules/{_schedule_id(w)}",
+                            DESIGN_DELETE_API)],
+    "list_webhooks": [api("GET", lambda w: V1 + f"workflows/{SLUG}/webhooks", VIEW_API)],
+    "create_webhook": [api("POST", lambda w: V1 + f"workflows/{SLUG}/webhooks", DESIGN_API, {"name": "crm"})],
+    "update_webhook": [api("PATCH", lambda w: V1 + f"workflows/{SLUG}/webhooks/{_hook_id(w)}", DESIGN_CHANGE_API,
+                           {"enabled": False})],
+    "delete_webhook": [api("DELETE", lambda w: V1 + f"workflows/{SLUG}/webhooks/{_hook_id(w)}", DESIGN_DELETE_API)],
+    "rotate_webhook": [api("POST", lambda w: V1 + f"workflows/{SLUG}/webhooks/{_hook_id(w)}/rotate",
+                           DESIGN_CHANGE_API)],
     "api-root": [api("GET", lambda w: V1, row(404, 404, 404, 404, 404, 404, 404))],
     "not-found": [api("GET", lambda w: V1 + "nothing/here", row(404, 404, 404, 404, 404, 404, 404))],
 }
@@ -345,7 +375,7 @@ def test_v1_matrix(world: World, name: str, index: int, role: str, auth: str, re
     if action.method == "GET":
         response = client.get(path)
     else:
-        response = client.post(path, action.body or {}, content_type="application/json")
+        response = client.generic(action.method, path, json.dumps(action.body or {}), content_type="application/json")
     expected = action.expected[role]
     if name == "openapi-view" and role == "anonymous":
         assert response.status_code == 302 and response["Location"].startswith("/accounts/login/")

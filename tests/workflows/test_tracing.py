@@ -143,3 +143,75 @@ def test_the_llm_node_sends_its_steps_traceparent(redis_conn, settings, spans):
 
 def test_nothing_of_opentelemetry_is_recorded_without_setup() -> None:
     assert tracing.record_spans not in observe.observers
+
+
+CALLER_TRACE = "4bf92f3577b34da6a3ce929d0e0e4736"
+CALLER_SPAN = "00f067aa0ba902b7"
+
+
+def _api_client(path_kind: str) -> Any:
+    """A superuser's client: a v1 token or the old API's session."""
+    from django.contrib.auth.models import User
+    from django.test import Client
+
+    from dashboard import tokens
+
+    user = User.objects.create_superuser(f"tracer-{path_kind}", password=None)
+    if path_kind == "v1":
+        return Client(HTTP_AUTHORIZATION="Bearer " + tokens.issue(user, "t", ["run", "read"]).plaintext)
+    client = Client()
+    client.force_login(user)
+    return client
+
+
+@pytest.mark.django_db(transaction=True)
+@pytest.mark.parametrize(("kind", "path", "body"), [
+    ("v1", "/api/v1/workflows/joined/instances", {"input": {}}),
+    ("v1", "/api/v1/workflows/joined/instances/bulk", {"inputs": [{}, {}]}),
+    ("old", "/api/workflows/joined/instances", {"input": {}}),
+    ("old", "/api/workflows/joined/instances/bulk", {"inputs": [{}]}),
+])
+def test_a_start_with_a_traceparent_joins_the_callers_trace(redis_conn, spans, kind, path, body):
+    """The instance's spans carry the caller's trace id; the instance span's parent is the caller's span,
+    and each step's span hangs under the instance span."""
+    save_version("joined", chain(py("first", "tests.echo", args={"n": 1})))
+    response = _api_client(kind).post(path, body, content_type="application/json",
+                                      HTTP_TRACEPARENT=f"00-{CALLER_TRACE}-{CALLER_SPAN}-01")
+    assert response.status_code in (200, 201), response.content[:300]
+    answer = response.json()
+    started = answer.get("instances") or [answer.get("instance", answer)]
+    inprocess.drain()
+    finished = spans.get_finished_spans()
+    assert finished and {hex_id(span.context.trace_id, 32) for span in finished} == {CALLER_TRACE}
+    for shown in started:
+        trace_hex, instance_span_hex = observe.trace_parts(shown["trace_id"])
+        assert trace_hex == CALLER_TRACE and instance_span_hex != CALLER_SPAN
+        (root,) = [span for span in finished if span.name == f"instance {shown['id']}"]
+        assert hex_id(root.context.span_id, 16) == instance_span_hex
+        assert root.parent is not None and hex_id(root.parent.span_id, 16) == CALLER_SPAN and root.parent.is_remote
+        steps = [span for span in finished if span.attributes.get("steadyflow.instance.id") == shown["id"]
+                 and span.name.startswith("step ")]
+        assert steps and all(span.parent.span_id == root.context.span_id for span in steps)
+
+
+@pytest.mark.django_db(transaction=True)
+@pytest.mark.parametrize("header", [
+    "garbage", f"00-{'0' * 32}-{CALLER_SPAN}-01", f"00-{CALLER_TRACE}-{'0' * 16}-01",
+    f"ff-{CALLER_TRACE}-{CALLER_SPAN}-01", f"00-{CALLER_TRACE.upper()}-{CALLER_SPAN}-01",
+    f"00-{CALLER_TRACE}-{CALLER_SPAN}-01-extra", "",
+])
+def test_an_invalid_traceparent_is_ignored(redis_conn, spans, header):
+    save_version("alone", chain(py("first", "tests.echo", args={"n": 1})))
+    response = _api_client("v1").post("/api/v1/workflows/alone/instances", {"input": {}},
+                                      content_type="application/json", HTTP_TRACEPARENT=header)
+    assert response.status_code == 201, response.content[:300]
+    trace_hex, _ = observe.trace_parts(response.json()["trace_id"])
+    assert trace_hex != CALLER_TRACE
+    inprocess.drain()
+    (root,) = [span for span in spans.get_finished_spans() if span.name.startswith("instance ")]
+    assert root.parent is None and hex_id(root.context.trace_id, 32) == trace_hex
+
+
+def test_incoming_trace_accepts_a_future_version_with_more_fields() -> None:
+    assert observe.incoming_trace(f"01-{CALLER_TRACE}-{CALLER_SPAN}-01-more") == (CALLER_TRACE, CALLER_SPAN)
+    assert observe.incoming_trace(None) is None

@@ -16,6 +16,8 @@ from __future__ import annotations
 
 import hashlib
 import logging
+import re
+import secrets
 from collections.abc import Callable
 from contextvars import ContextVar
 from typing import TYPE_CHECKING
@@ -63,6 +65,29 @@ def trace_parts(traceparent: str) -> tuple[str, str]:
     if len(parts) == 4 and len(parts[1]) == 32 and len(parts[2]) == 16:
         return parts[1], parts[2]
     return "0" * 32, "0" * 16
+
+
+TRACEPARENT = re.compile(r"([0-9a-f]{2})-([0-9a-f]{32})-([0-9a-f]{16})-([0-9a-f]{2})(-.*)?")
+
+
+def incoming_trace(header: str | None) -> tuple[str, str] | None:
+    """(trace id, span id) of a caller's W3C `traceparent` header, or None when it is absent or not a
+    valid one (W3C Trace Context §3.2: version ff, all-zero ids and, for version 00, anything after
+    the flags are invalid). A bad header is only logged (at debug): it never refuses a request."""
+    if not header:
+        return None
+    found = TRACEPARENT.fullmatch(header.strip())
+    if found is None or found[1] == "ff" or (found[1] == "00" and found[5]) \
+            or found[2] == "0" * 32 or found[3] == "0" * 16:
+        log.debug("ignoring an invalid traceparent header %r", header[:100])
+        return None
+    return found[2], found[3]
+
+
+def instance_traceparent(caller_trace_id: str | None = None) -> str:
+    """A new instance's traceparent: the caller's trace id when it sent one (else a new one) and a new
+    span id, the instance span's."""
+    return f"00-{caller_trace_id or secrets.token_hex(16)}-{secrets.token_hex(8)}-01"
 
 
 def step_span_id(step_id: int, attempt: int) -> str:

@@ -23,28 +23,34 @@ from workflows.engine.statuses import InstanceStatus
 from workflows.models import WorkflowInstance, WorkflowVersion
 from workflows.runtime import transitions as tx
 from workflows.runtime.config import check_payload, conf, graph_for_version
-from workflows.runtime.observe import trace_parts
+from workflows.runtime.observe import incoming_trace, instance_traceparent, trace_parts
 from workflows.runtime.subflows import ParentLink
 from workflows.runtime.unit import UnitOfWork
 
 log = logging.getLogger("steadyflow.runtime")
+CALLER_SPAN = "trace_caller_span"  # the state key holding the span id of a caller's traceparent
 
 
 def start_instance(version: WorkflowVersion, start_input: dict[str, Any] | None = None, *,
                    idempotency_key: str | None = None, user: Any = None,
-                   now: datetime | None = None, parent: ParentLink | None = None) -> WorkflowInstance:
+                   now: datetime | None = None, parent: ParentLink | None = None,
+                   traceparent: str | None = None) -> WorkflowInstance:
     """Create an instance and run its start node, all in one transaction. `parent`: a sub-workflow's
-    link to the step that starts it (runtime/subflows.py)."""
+    link to the step that starts it (runtime/subflows.py); `traceparent`: the caller's W3C header."""
     return start_instances(version, [start_input or {}], idempotency_keys=[idempotency_key], user=user,
-                           now=now, parent=parent)[0]
+                           now=now, parent=parent, traceparent=traceparent)[0]
 
 
 def start_instances(version: WorkflowVersion, inputs: Sequence[dict[str, Any]], *,
                     idempotency_keys: Sequence[str | None] | None = None, user: Any = None,
-                    now: datetime | None = None, parent: ParentLink | None = None) -> list[WorkflowInstance]:
+                    now: datetime | None = None, parent: ParentLink | None = None,
+                    traceparent: str | None = None) -> list[WorkflowInstance]:
     """Start one instance per input, all in one transaction, their first jobs enqueued together
     after it commits (one Redis round trip per queue). Returns the instances in input order; where
-    an idempotency key was used before on this definition, the instance that first used it."""
+    an idempotency key was used before on this definition, the instance that first used it.
+
+    `traceparent`: the caller's W3C traceparent header. When valid, the instances join the caller's
+    trace (their spans and their steps' hang under the caller's span); otherwise each starts its own."""
     keys = list(idempotency_keys or [None] * len(inputs))
     if len(keys) != len(inputs):
         raise ValueError("one idempotency key (or None) per input")
@@ -60,7 +66,8 @@ def start_instances(version: WorkflowVersion, inputs: Sequence[dict[str, Any]], 
     created: dict[int, WorkflowInstance] = {}
     if todo:
         try:
-            made = _create(version, [(inputs[i], keys[i]) for i in todo], user, now or timezone.now(), parent)
+            made = _create(version, [(inputs[i], keys[i]) for i in todo], user, now or timezone.now(), parent,
+                           incoming_trace(traceparent))
             created = dict(zip(todo, made, strict=True))
         except IntegrityError:
             # Another request with one of these keys raced past the lookup: the unique key let it
@@ -71,7 +78,7 @@ def start_instances(version: WorkflowVersion, inputs: Sequence[dict[str, Any]], 
                 raise
             if len(todo) > 1:
                 return [start_instance(version, inputs[i], idempotency_key=keys[i], user=user, now=now,
-                                       parent=parent) for i in range(len(inputs))]
+                                       parent=parent, traceparent=traceparent) for i in range(len(inputs))]
             existing.update(store.instances_by_keys(definition_id, keyed))
             if keyed[0] not in existing:
                 raise
@@ -91,7 +98,8 @@ def declared_inputs(version: WorkflowVersion, inputs: Sequence[dict[str, Any]]) 
 
 
 def _create(version: WorkflowVersion, items: list[tuple[dict[str, Any], str | None]], user: Any,
-            now: datetime, parent: ParentLink | None = None) -> list[WorkflowInstance]:
+            now: datetime, parent: ParentLink | None = None,
+            caller: tuple[str, str] | None = None) -> list[WorkflowInstance]:
     graph = graph_for_version(version.pk)
     ttl = graph.settings.ttl_s or conf("DEFAULT_TTL_S")
     budget = graph.settings.budget_usd
@@ -105,7 +113,10 @@ def _create(version: WorkflowVersion, items: list[tuple[dict[str, Any], str | No
             version=version, definition_id=version.definition_id, status=InstanceStatus.RUNNING,
             input=start_input, context=dict(start_input),
             state={"visits": {}, "joins": {}, "budget_tokens": graph.settings.budget_tokens,
-                   **({"depth": parent.depth} if parent is not None else {})},
+                   **({"depth": parent.depth} if parent is not None else {}),
+                   # The caller's span: the parent of the instance's span (workflows/tracing.py).
+                   **({CALLER_SPAN: caller[1]} if caller is not None else {})},
+            trace_id=instance_traceparent(caller[0] if caller is not None else None),
             max_transitions=graph.settings.max_transitions or conf("DEFAULT_MAX_TRANSITIONS"),
             deadline=now + timedelta(seconds=ttl), idempotency_key=key or None,
             created_by=user if getattr(user, "pk", None) else None, created_at=now, updated_at=now,

@@ -22,7 +22,7 @@ from datetime import datetime, timedelta
 from typing import Any
 from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 
-from croniter import croniter
+from croniter import CroniterBadDateError, croniter
 from django.conf import settings
 from django.db import IntegrityError, transaction
 
@@ -31,6 +31,7 @@ from workflows.triggers.models import CatchUp, Schedule, ScheduleFire
 
 log = logging.getLogger("steadyflow.triggers")
 UTC = ZoneInfo("UTC")
+NEVER_REFERENCE = datetime(2000, 1, 1, tzinfo=UTC)  # any instant: whether an expression ever fires
 
 
 class ScheduleInvalid(ValueError):
@@ -41,6 +42,11 @@ def check(cron: str, zone: str) -> None:
     if not isinstance(cron, str) or len(cron.split()) != 5 or not croniter.is_valid(cron):
         raise ScheduleInvalid(f"{cron!r} is not a cron expression of five fields (minute hour day month weekday)")
     zone_info(zone)
+    try:
+        # A valid expression may name no existing day (`0 0 30 2 *`): croniter gives up looking.
+        croniter(cron, NEVER_REFERENCE).get_next(datetime)
+    except CroniterBadDateError:
+        raise ScheduleInvalid(f"{cron!r} never fires (no such date)") from None
 
 
 def zone_info(zone: str) -> ZoneInfo:
@@ -90,7 +96,11 @@ def latest_due(cron: str, zone: str, now: datetime) -> datetime:
 
 def create(definition: Any, cron: str, zone: str = "UTC", *, catch_up: str = CatchUp.SKIP,
            start_input: dict[str, Any] | None = None, now: datetime) -> Schedule:
+    """A schedule from the next future tick, checked as the triggers page, the admin and the API need:
+    raises ScheduleInvalid naming the cron expression, time zone, catch-up policy or input at fault."""
     check(cron, zone)
+    if start_input is not None and not isinstance(start_input, dict):
+        raise ScheduleInvalid("the schedule's input must be a JSON object")
     if catch_up not in CatchUp.values:
         raise ScheduleInvalid(f"catch-up policy {catch_up!r} is not one of {', '.join(CatchUp.values)}")
     schedule: Schedule = Schedule.objects.create(
