@@ -24,6 +24,7 @@ MAX_BACKOFF_S = DAY_S                # retry.backoff_s and retry.max_backoff_s
 MAX_WAIT_S = YEAR_S                  # a wait node's seconds
 MAX_LLM_TOKENS = 10_000_000          # an llm node's max_tokens
 MAX_SCRIPT_DELAY_S = DAY_S           # a scripted llm response's delay_s
+MAX_TOOL_ROUNDS = 100                # an llm node's max_tool_rounds (each round also counts as a transition)
 MAX_POSITION = 1e7                   # the editor's node coordinates
 
 # The size of one graph. Scheduling and validation are linear in it (graph.find_loops), so these bound

@@ -64,6 +64,8 @@ class StepCall:
     # what it sends, and scrubs what comes back (engine/secrets.py).
     secrets: SecretScope | None = None
     provider: ProviderAccount | None = None  # an llm node's provider credential (None: the environment's)
+    # An llm node's tool rounds answered so far in this step (engine/nodes/llm_tools.py).
+    tool_rounds: list[dict[str, Any]] = field(default_factory=list)
 
 
 @dataclass
@@ -73,6 +75,9 @@ class NodeResult:
     usage: dict[str, Any] | None = None  # {"prompt_tokens", "completion_tokens", "cost_usd", "model"}
     defer_until: datetime | None = None  # not done yet: run again at this time (timers)
     degraded: bool = False
+    # An llm node's model asked for tool calls: the round to commit (engine/nodes/llm_tools.py); the
+    # step waits for its tool steps instead of finishing.
+    tool_round: dict[str, Any] | None = None
 
 
 class NodeKind:
