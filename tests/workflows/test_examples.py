@@ -190,3 +190,18 @@ def test_refund_saga_runs_with_its_defaults_through_its_approval(running: tuple[
     assert demo.paths() == ["/demo/ledger/reserve", "/demo/ledger/pay", "/demo/notify/send"]
     assert_usage_recorded(instance)
     assert_history_consistent(instance)
+
+
+def test_research_agent_runs_its_two_tools_in_parallel_and_answers(running: tuple[Client, Any]) -> None:
+    client, _ = running
+    instance = start_with_defaults(client, "research-agent")
+    expect_status(instance, "completed", timeout=60)
+    agent = instance.steps.get(node_id="agent")
+    assert agent.output["tool_rounds"] == 1
+    assert {c["name"]: c["result"] is not None for c in agent.output["tool_calls"]} == {"search": True, "lookup": True}
+    tools = instance.steps.filter(node_id__startswith="tool:agent:")
+    assert sorted(s.node_id for s in tools) == ["tool:agent:lookup", "tool:agent:search"]
+    assert instance.context["answer"].startswith("Durable execution")
+    assert instance.tokens == 660 and instance.cost_usd == Decimal("0.000170")
+    assert_usage_recorded(instance)
+    assert_history_consistent(instance)

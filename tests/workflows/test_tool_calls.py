@@ -7,6 +7,7 @@ from __future__ import annotations
 import itertools
 import os
 import signal
+import uuid
 from typing import Any
 
 import pytest
@@ -14,7 +15,7 @@ import pytest
 from tests.conftest import chain, wait_for
 from tests.support.llm_server import LLMTestServer
 from tests.workflows.functions import EXTRA_FUNCTIONS_ENV, calls_so_far, tool_started_pid
-from tests.workflows.support import expect_status
+from tests.workflows.support import assert_history_consistent, expect_status
 from workflows import runtime
 from workflows.definitions import save_version
 from workflows.models import StepRun, WorkflowInstance
@@ -23,7 +24,8 @@ pytestmark = pytest.mark.django_db(transaction=True)
 
 _slugs = itertools.count(1)
 PARAMS = {"type": "object", "required": ["me"], "properties": {
-    "me": {"type": "string"}, "other": {"type": "string"}, "hang_first": {"type": "boolean"}}}
+    "me": {"type": "string"}, "other": {"type": "string"}, "hang_first": {"type": "boolean"},
+    "run": {"type": "string"}}}
 TOOLS = [{"name": name, "description": f"tool {name}", "parameters": PARAMS,
           "target": {"type": "python", "function": "tests.tool_rendezvous"}} for name in ("alpha", "beta")]
 ANSWER = {"text": "done with tools", "usage": {"prompt_tokens": 30, "completion_tokens": 5, "cost_usd": 0.002}}
@@ -40,11 +42,13 @@ def agent(script: list[dict[str, Any]], **config: Any) -> dict[str, Any]:
             "config": {"provider": "scripted", "prompt": "research", "tools": TOOLS, "script": script, **config}}
 
 
-def both_tools(hang_beta: bool = False) -> dict[str, Any]:
+def both_tools(run: str = "", hang_beta: bool = False) -> dict[str, Any]:
+    run = run or uuid.uuid4().hex
     return {"text": "calling both", "usage": {"prompt_tokens": 10, "completion_tokens": 2, "cost_usd": 0.001},
             "tool_calls": [
-                {"id": "c1", "name": "alpha", "args": {"me": "alpha", "other": "beta"}},
-                {"id": "c2", "name": "beta", "args": {"me": "beta", "other": "alpha", "hang_first": hang_beta}}]}
+                {"id": "c1", "name": "alpha", "args": {"me": "alpha", "other": "beta", "run": run}},
+                {"id": "c2", "name": "beta", "args": {"me": "beta", "other": "alpha", "hang_first": hang_beta,
+                                                      "run": run}}]}
 
 
 def start(graph: dict[str, Any]) -> WorkflowInstance:
@@ -75,7 +79,7 @@ def test_two_tool_calls_run_in_parallel_as_child_steps_and_their_results_feed_ba
     out = parent.output
     assert out["text"] == "done with tools" and out["tool_rounds"] == 1
     calls = {c["name"]: c for c in out["tool_calls"]}
-    assert calls["alpha"]["args"] == {"me": "alpha", "other": "beta"}
+    assert calls["alpha"]["args"]["other"] == "beta"
     assert calls["alpha"]["result"]["me"] == "alpha" and calls["alpha"]["step"] == alpha.pk
     assert calls["beta"]["result"]["me"] == "beta" and calls["beta"]["step"] == beta.pk
     # Both rounds' usage, on the step and (once) on the instance.
@@ -84,6 +88,7 @@ def test_two_tool_calls_run_in_parallel_as_child_steps_and_their_results_feed_ba
     assert instance.tokens == 47 and float(instance.cost_usd) == pytest.approx(0.003)
     assert instance.loop_count >= 3  # agent, end, and the tool round
     assert instance.open_steps == 0
+    assert_history_consistent(instance)
 
 
 def test_the_provider_gets_the_tools_and_the_tool_messages(processes: Any) -> None:
@@ -136,25 +141,32 @@ def test_a_bad_argument_becomes_a_tool_error_for_the_model(processes: Any) -> No
 
 
 def test_a_worker_killed_mid_round_does_not_rerun_finished_tool_calls(processes: Any) -> None:
-    lease = {"STEADYFLOW_LEASE_S": "2"}
-    instance = start(chain(agent([both_tools(hang_beta=True), ANSWER])))
+    lease = {"STEADYFLOW_LEASE_S": "3"}
+    run = uuid.uuid4().hex
+    instance = start(chain(agent([both_tools(run, hang_beta=True), ANSWER])))
     processes.worker("default", env=lease)
     processes.worker("default", env=lease)
     processes.worker("ai", env=lease)
     processes.scheduler(env={**lease, "STEADYFLOW_SCHEDULER_INTERVAL_S": "0.2"})
     steps = StepRun.objects.filter(instance=instance)
     wait_for(lambda: steps.filter(node_id="tool:agent:alpha", status="succeeded").exists()
-             and steps.filter(node_id="tool:agent:beta", status="running").exists(), timeout=60,
-             message=f"alpha done, beta running (instance {instance.pk})")
-    pid = tool_started_pid(instance.pk, "beta")
+             and steps.filter(node_id="tool:agent:beta", status="running", attempt=1).exists()
+             and tool_started_pid(run, "beta"), timeout=60,
+             message=f"alpha done, beta running: {list(steps.values_list('node_id', 'status', 'attempt'))}")
+    pid = tool_started_pid(run, "beta")
     assert pid is not None
     os.killpg(pid, signal.SIGKILL)  # the worker (its own process group) running beta
     processes.worker("default", env=lease)
-    expect_status(instance, "completed", timeout=90)
+    try:
+        expect_status(instance, "completed", timeout=60)
+    except AssertionError:
+        print([(s.node_id, s.status, s.attempt, s.error) for s in steps.order_by("id")])
+        print([(e.seq, e.type, e.node_id, e.payload) for e in instance.events.order_by("seq")])
+        raise
 
     alpha, beta = tool_steps(instance)
-    assert alpha.attempt == 1 and calls_so_far(alpha.idempotency_key) == 1
-    assert beta.attempt == 2 and calls_so_far(beta.idempotency_key) == 2
+    assert alpha.attempt == 1 and calls_so_far(f"{run}:alpha") == 1
+    assert beta.attempt == 2 and calls_so_far(f"{run}:beta") == 2
     assert instance.events.filter(type="step_retrying", node_id="tool:agent:beta",
                                   payload__error__code="lease_expired").count() == 1
     parent = instance.steps.get(node_id="agent")
@@ -162,3 +174,4 @@ def test_a_worker_killed_mid_round_does_not_rerun_finished_tool_calls(processes:
     assert parent.output["tool_rounds"] == 1 and parent.output["text"] == "done with tools"
     assert instance.events.filter(type="step_waiting", node_id="agent").count() == 1
     assert {c["result"]["attempt"] for c in parent.output["tool_calls"]} == {1, 2}
+    assert_history_consistent(instance)

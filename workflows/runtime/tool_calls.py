@@ -159,7 +159,10 @@ def finish_call(uow: UnitOfWork, step: StepRun, claim: Claim, outcome: Outcome) 
     if error is not None:
         policy = RetryPolicy.from_node(claim.node.retry, conf("DEFAULT_MAX_ATTEMPTS"))
         if error.as_dict().get("code") == "lease_expired" or policy.should_retry(step.attempt, error.permanent):
+            call_input = step.input
             tx.fail_attempt(uow, step, claim, error)  # retried (or, a poison step, halted)
+            # The call's arguments and its parent stay the step's input (not the rendered config).
+            uow.update_step(step, input=call_input)
             return
         info = error.as_dict()
         uow.update_step(step, status=StepStatus.FAILED, error=info, finished_at=uow.now, lease_token="",
