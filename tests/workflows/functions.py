@@ -120,6 +120,8 @@ def tool_rendezvous(call: FunctionCall) -> dict[str, Any]:
         time.sleep(0.02)
     if call.args.get("hang_first") and call.attempt == 1:
         time.sleep(120)
+    if call.args.get("fail"):
+        raise PermanentStepError(f"tool {call.args['me']} refused")
     return {"me": call.args["me"], "attempt": call.attempt, "pid": os.getpid()}
 
 

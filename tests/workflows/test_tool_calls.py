@@ -5,9 +5,13 @@ tool errors, and a worker killed mid-round does not make finished tool calls run
 from __future__ import annotations
 
 import itertools
+import json
 import os
 import signal
+import threading
 import uuid
+from collections.abc import Iterator
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
 
 import pytest
@@ -175,3 +179,65 @@ def test_a_worker_killed_mid_round_does_not_rerun_finished_tool_calls(processes:
     assert instance.events.filter(type="step_waiting", node_id="agent").count() == 1
     assert {c["result"]["attempt"] for c in parent.output["tool_calls"]} == {1, 2}
     assert_history_consistent(instance)
+
+
+class _Search(BaseHTTPRequestHandler):
+    paths: list[str] = []
+
+    def do_GET(self) -> None:  # noqa: N802 - the http.server API
+        type(self).paths.append(self.path)
+        body = json.dumps({"hits": [self.path]}).encode()
+        self.send_response(200)
+        self.send_header("Content-Type", "application/json")
+        self.send_header("Content-Length", str(len(body)))
+        self.end_headers()
+        self.wfile.write(body)
+
+    def log_message(self, *args: Any) -> None:
+        pass
+
+
+@pytest.fixture
+def search_server() -> Iterator[tuple[str, list[str]]]:
+    handler = type("Search", (_Search,), {"paths": []})
+    server = ThreadingHTTPServer(("127.0.0.1", 0), handler)
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    yield f"http://127.0.0.1:{server.server_address[1]}", handler.paths
+    server.shutdown()
+    server.server_close()
+
+
+def test_an_http_tool_reads_its_args_and_a_failed_tool_becomes_an_error_for_the_model(
+        processes: Any, search_server: tuple[str, list[str]]) -> None:
+    base, paths = search_server
+    web = {"name": "web", "parameters": {"type": "object", "properties": {"q": {"type": "string"}}},
+           "target": {"type": "http", "config": {"method": "GET", "url": base + "/search?q={{ args.q }}"}}}
+    node = agent([{"tool_calls": [{"id": "w", "name": "web", "args": {"q": "durable"}},
+                                  {"id": "f", "name": "alpha", "args": {"me": "alpha", "fail": True}}]}, ANSWER],
+                 tools=[web, TOOLS[0]])
+    node["config"]["tools"][1]["parameters"] = {"type": "object"}
+    instance = start(chain(node))
+    processes.worker("default")
+    processes.worker("io", env={"STEADYFLOW_HTTP_ALLOWLIST": "127.0.0.1"})
+    processes.worker("ai")
+    expect_status(instance, "completed", timeout=60)
+    assert paths == ["/search?q=durable"]
+    calls = {c["id"]: c for c in instance.steps.get(node_id="agent").output["tool_calls"]}
+    assert calls["w"]["result"]["body"] == {"hits": ["/search?q=durable"]}
+    assert calls["f"]["error"] == "the tool failed: tool alpha refused"
+    assert instance.steps.get(node_id="tool:agent:alpha").status == "failed"
+    assert instance.steps.get(node_id="tool:agent:web").queue == "io"
+
+
+def test_tool_rounds_count_for_the_loop_breaker(processes: Any) -> None:
+    graph = chain(agent([both_tools()], max_tool_rounds=50), settings={"max_transitions": 4})
+    instance = start(graph)
+    processes.worker("default")
+    processes.worker("default")
+    processes.worker("ai")
+    expect_status(instance, "halted", timeout=60)
+    assert instance.halt_reason == "loop_breaker"
+    assert instance.error["node"] == "agent" and "tool round" in instance.error["message"]
+    # The round that passed the limit is recorded, its tool steps parked until an operator decides.
+    parked = instance.steps.filter(node_id__startswith="tool:agent:", status="pending")
+    assert parked.count() == 2
