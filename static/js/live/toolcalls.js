@@ -24,22 +24,20 @@ export function toolCallsSection(run) {
   const calls = callsOf(run);
   if (!calls.length) return null;
   const waiting = run.output && run.output.waiting_for_tools;
-  const rows = calls.map((c) => {
+  // One block per call (the inspector is narrow: arguments and result one under the other).
+  const blocks = calls.map((c) => {
     const outcome = c.error !== undefined
       ? el("pre", { class: "json error" }, c.error)
-      : "result" in c ? el("pre", { class: "json" }, json(c.result)) : el("span", { class: "hint" }, "running…");
-    return el("tr", { class: "tool-call", dataset: { call: c.id } },
-      el("td", {}, String(c.round)),
-      el("td", {}, el("strong", {}, c.name), el("br"), el("span", { class: "hint" }, c.id),
-        c.step ? [el("br"), el("span", { class: "hint" }, "step #" + c.step)] : null),
-      el("td", {}, el("pre", { class: "json" }, json(c.args))),
-      el("td", {}, outcome));
+      : "result" in c ? el("pre", { class: "json" }, json(c.result)) : el("p", { class: "hint" }, "running…");
+    return el("div", { class: "tool-call", dataset: { call: c.id } },
+      el("p", {}, "Round " + c.round + " · ", el("strong", {}, c.name), " ",
+        el("span", { class: "hint" }, c.id + (c.step ? " · step #" + c.step : ""))),
+      el("h5", {}, "Arguments"), el("pre", { class: "json" }, json(c.args)),
+      el("h5", {}, c.error !== undefined ? "Error" : "Result"), outcome);
   });
   return [
     el("h4", {}, "Tool calls" + (waiting ? " (waiting for the tools)" : "")),
-    el("table", { class: "tool-calls" },
-      el("thead", {}, el("tr", {}, ["Round", "Tool", "Arguments", "Result"].map((h) => el("th", {}, h)))),
-      el("tbody", {}, rows)),
+    el("div", { class: "tool-calls" }, blocks),
   ];
 }
 
