@@ -94,3 +94,28 @@ def test_save_checks_name_the_node_and_the_tool() -> None:
     long_id = "a" * 50
     assert any("at most" in i.message for i in validate_graph(agent_graph([{"name": "search" * 3, "target": py}],
                                                                           node_id=long_id)))
+
+
+def test_the_llm_node_returns_a_round_then_the_final_answer_with_every_call() -> None:
+    import asyncio
+
+    from tests.engine.conftest import make_call
+    from workflows.engine.nodes import get_kind
+
+    script = [{"text": "looking", "tool_calls": [{"id": "a", "name": "search", "args": {"query": "x"}}],
+               "usage": {"prompt_tokens": 10, "completion_tokens": 1, "cost_usd": 0.01}},
+              {"text": "answer", "usage": {"prompt_tokens": 20, "completion_tokens": 2, "cost_usd": 0.02}}]
+    node_config = {**config(), "provider": "scripted", "script": script}
+    first = asyncio.run(get_kind("llm").arun(make_call("llm", node_config, node_id="agent")))
+    assert first.tool_round is not None and first.tool_round["calls"][0]["args"] == {"query": "x"}
+    assert first.output["waiting_for_tools"] is True and first.usage["prompt_tokens"] == 10
+
+    answered = [{**first.tool_round, "calls": [{**first.tool_round["calls"][0], "result": {"hits": 1}}]}]
+    call = make_call("llm", node_config, node_id="agent", call_index=1)
+    call.tool_rounds = answered
+    final = asyncio.run(get_kind("llm").arun(call))
+    assert final.tool_round is None and final.output["text"] == "answer"
+    assert final.output["tool_calls"] == [{"round": 1, "id": "a", "name": "search", "args": {"query": "x"},
+                                           "result": {"hits": 1}}]
+    assert final.usage is not None and final.usage["prompt_tokens"] == 30
+    assert final.usage["cost_usd"] == pytest.approx(0.03)

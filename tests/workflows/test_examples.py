@@ -1,4 +1,4 @@
-"""The four shipped examples, each started from the API with an empty input (so with the defaults the
+"""The shipped examples, each started from the API with an empty input (so with the defaults the
 example declares), run on real worker processes to its end state, with the usage and cost its
 scripted LLM steps report.
 
