@@ -59,14 +59,28 @@ def start(graph: dict[str, Any]) -> WorkflowInstance:
     return runtime.start_instance(save_version(f"tools-{next(_slugs)}", graph), {})
 
 
+def default_workers(processes: Any, count: int = 2, env: dict[str, str] | None = None) -> None:
+    """`count` workers on the default queue, registered before the test starts its instance: a round's
+    tool steps go out as one job per listening worker (workflows/dispatch.py, a fan-out's batching),
+    so two calls run in parallel only where two workers listen."""
+    import django_rq
+    from rq import Queue, Worker
+
+    for _ in range(count):
+        processes.worker("default", env=env)
+    connection = django_rq.get_connection("default")
+    queue = Queue("default", connection=connection)
+    wait_for(lambda: Worker.count(connection=connection, queue=queue) >= count, 60,
+             message=f"{count} default workers")
+
+
 def tool_steps(instance: WorkflowInstance) -> list[StepRun]:
     return list(instance.steps.filter(node_id__startswith="tool:agent:").order_by("node_id"))
 
 
 def test_two_tool_calls_run_in_parallel_as_child_steps_and_their_results_feed_back(processes: Any) -> None:
+    default_workers(processes)
     instance = start(chain(agent([both_tools(), ANSWER])))
-    processes.worker("default")
-    processes.worker("default")
     processes.worker("ai")
     expect_status(instance, "completed", timeout=60)
 
@@ -103,9 +117,8 @@ def test_the_provider_gets_the_tools_and_the_tool_messages(processes: Any) -> No
     del node["config"]["script"]
     with LLMTestServer(reply="the answer") as server:
         server.configure(tool_calls=calls)
+        default_workers(processes)
         instance = start(chain(node))
-        processes.worker("default")
-        processes.worker("default")
         processes.worker("ai", env={"STEADYFLOW_LLM_BASE_URL": server.url})
         expect_status(instance, "completed", timeout=60)
         first, second = server.requests
@@ -120,9 +133,8 @@ def test_the_provider_gets_the_tools_and_the_tool_messages(processes: Any) -> No
 
 
 def test_the_round_limit_fails_the_step_naming_the_node(processes: Any) -> None:
+    default_workers(processes)
     instance = start(chain(agent([both_tools()], max_tool_rounds=2)))
-    processes.worker("default")
-    processes.worker("default")
     processes.worker("ai")
     expect_status(instance, "failed", timeout=60)
     assert "node 'agent' reached its limit of 2 tool round(s)" in instance.error["message"]
@@ -147,16 +159,19 @@ def test_a_bad_argument_becomes_a_tool_error_for_the_model(processes: Any) -> No
 def test_a_worker_killed_mid_round_does_not_rerun_finished_tool_calls(processes: Any) -> None:
     lease = {"STEADYFLOW_LEASE_S": "3"}
     run = uuid.uuid4().hex
+    default_workers(processes, env=lease)
     instance = start(chain(agent([both_tools(run, hang_beta=True), ANSWER])))
-    processes.worker("default", env=lease)
-    processes.worker("default", env=lease)
     processes.worker("ai", env=lease)
     processes.scheduler(env={**lease, "STEADYFLOW_SCHEDULER_INTERVAL_S": "0.2"})
     steps = StepRun.objects.filter(instance=instance)
-    wait_for(lambda: steps.filter(node_id="tool:agent:alpha", status="succeeded").exists()
-             and steps.filter(node_id="tool:agent:beta", status="running", attempt=1).exists()
-             and tool_started_pid(run, "beta"), timeout=60,
-             message=f"alpha done, beta running: {list(steps.values_list('node_id', 'status', 'attempt'))}")
+    try:
+        wait_for(lambda: steps.filter(node_id="tool:agent:alpha", status="succeeded").exists()
+                 and steps.filter(node_id="tool:agent:beta", status="running", attempt=1).exists()
+                 and tool_started_pid(run, "beta"), timeout=60, message="alpha done, beta running")
+    except AssertionError:
+        print(list(steps.values_list("node_id", "status", "attempt")))
+        print([(e.seq, e.type, e.node_id, e.payload) for e in instance.events.order_by("seq")])
+        raise
     pid = tool_started_pid(run, "beta")
     assert pid is not None
     os.killpg(pid, signal.SIGKILL)  # the worker (its own process group) running beta
@@ -231,9 +246,8 @@ def test_an_http_tool_reads_its_args_and_a_failed_tool_becomes_an_error_for_the_
 
 def test_tool_rounds_count_for_the_loop_breaker(processes: Any) -> None:
     graph = chain(agent([both_tools()], max_tool_rounds=50), settings={"max_transitions": 4})
+    default_workers(processes)
     instance = start(graph)
-    processes.worker("default")
-    processes.worker("default")
     processes.worker("ai")
     expect_status(instance, "halted", timeout=60)
     assert instance.halt_reason == "loop_breaker"
