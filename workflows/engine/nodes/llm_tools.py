@@ -49,12 +49,13 @@ NAME_PATTERN = "^[A-Za-z0-9_-]{1,64}$"
 # What one recorded result or error keeps (a tool's output goes to the model as JSON text).
 MAX_RESULT_CHARS = 20_000
 
+# `enum` rather than `const`: the editor's browser-side checker (static/js/lib/schema-check.js) knows it.
 TARGET_SCHEMA: dict[str, Any] = {
     "oneOf": [
         {"type": "object", "required": ["type", "function"], "additionalProperties": False,
-         "properties": {"type": {"const": "python"}, "function": {"type": "string", "minLength": 1}}},
+         "properties": {"type": {"enum": ["python"]}, "function": {"type": "string", "minLength": 1}}},
         {"type": "object", "required": ["type", "config"], "additionalProperties": False,
-         "properties": {"type": {"const": "http"}, "config": {"type": "object"}}},
+         "properties": {"type": {"enum": ["http"]}, "config": {"type": "object"}}},
     ],
 }
 
