@@ -10,7 +10,7 @@ from typing import Any
 
 from django.core.cache import cache
 from django.db import connection
-from django.db.models import Count
+from django.db.models import Count, Q
 from django.http import HttpRequest, JsonResponse
 from django.urls import reverse
 from django.utils import timezone
@@ -106,7 +106,8 @@ def instance_steps(request: HttpRequest, instance_id: int) -> JsonResponse:
     steps = StepRun.objects.filter(instance=inst).order_by("id")
     node = request.GET.get("node")
     if node:
-        steps = steps.filter(node_id__in=(node, f"compensate:{node}"))
+        # The node's own runs, its compensations, and the tool calls of an llm node (runtime/tool_calls.py).
+        steps = steps.filter(Q(node_id__in=(node, f"compensate:{node}")) | Q(node_id__startswith=f"tool:{node}:"))
     rows = list(steps[:MAX_STEPS + 1])
     children = child_links(rows[:MAX_STEPS])
     return JsonResponse({"steps": [step_json(s, children.get(s.pk)) for s in rows[:MAX_STEPS]],

@@ -25,6 +25,7 @@ from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram
 from prometheus_client.core import GaugeMetricFamily, Metric
 from prometheus_client.registry import Collector
 
+from workflows.engine.nodes.llm_tools import TOOL_PREFIX
 from workflows.engine.statuses import InstanceStatus, StepStatus
 from workflows.runtime.config import COMPENSATE_PREFIX
 from workflows.runtime.unit import UnitOfWork
@@ -81,7 +82,8 @@ def observe_commit(unit: UnitOfWork) -> None:
         step = change.step
         node = nodes.get(step.node_id)
         node_type = node.type if node is not None else (
-            "compensation" if step.node_id.startswith(COMPENSATE_PREFIX) else "unknown")
+            "compensation" if step.node_id.startswith(COMPENSATE_PREFIX)
+            else "tool" if step.node_id.startswith(TOOL_PREFIX) else "unknown")
         queue = step.queue
         _child(STEPS, node_type, queue, str(status)).inc()
         started = step.started_at

@@ -319,7 +319,7 @@ def test_openai_chat_tool_calls_are_passed_on(local_server: LocalServer) -> None
 
     local_server.routes["/v1/chat/completions"] = handler
     result = run(openai_call(local_server))
-    assert result.output["tool_calls"] == [{"name": "orders", "args": "{\"id\": 42}"}]
+    assert result.output["tool_calls"] == [{"id": None, "name": "orders", "args": "{\"id\": 42}"}]
     assert result.output["text"] is None
 
 

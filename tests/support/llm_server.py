@@ -57,6 +57,9 @@ class Behaviour:
     # Errors repeat the Authorization header they were sent, as some providers do ("Incorrect API key
     # provided: sk-..."): the credentials canary test checks that nothing stores it.
     echo_key: bool = False
+    # OpenAI-shaped tool calls to answer with while the request's last message is not a `tool`
+    # message (an agent's first round); once results come back, `reply` answers.
+    tool_calls: list[dict[str, Any]] = field(default_factory=list)
 
     def next_status(self) -> int:
         return self.script.pop(0) if self.script else self.status
@@ -69,7 +72,7 @@ class Behaviour:
 
 
 def _behaviour_fields(values: dict[str, Any]) -> dict[str, Any]:
-    allowed = {"delay", "status", "script", "reply", "echo_key"}
+    allowed = {"delay", "status", "script", "reply", "echo_key", "tool_calls"}
     unknown = set(values) - allowed
     if unknown:
         raise ValueError(f"unknown behaviour field(s): {sorted(unknown)}; expected {sorted(allowed)}")
@@ -192,6 +195,9 @@ class LLMTestServer:
             delay = behaviour.pick_delay(self._rng)
             reply = behaviour.reply
             echo_key = behaviour.echo_key
+            messages = body.get("messages") or []
+            last_role = messages[-1].get("role") if messages and isinstance(messages[-1], dict) else None
+            tool_calls = list(behaviour.tool_calls) if last_role != "tool" else []
             if "X-Test-Delay" in request.headers:
                 delay = float(request.headers["X-Test-Delay"])
             self._in_flight += 1
@@ -229,8 +235,9 @@ class LLMTestServer:
             "object": "chat.completion",
             "created": int(time.time()),
             "model": model or "test-model",
-            "choices": [{"index": 0, "message": {"role": "assistant", "content": reply},
-                         "finish_reason": "stop"}],
+            "choices": [{"index": 0, "message": {"role": "assistant", "content": None if tool_calls else reply,
+                                                 **({"tool_calls": tool_calls} if tool_calls else {})},
+                         "finish_reason": "tool_calls" if tool_calls else "stop"}],
             "usage": {"prompt_tokens": prompt_tokens, "completion_tokens": completion_tokens,
                       "total_tokens": prompt_tokens + completion_tokens},
         })

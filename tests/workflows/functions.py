@@ -109,3 +109,30 @@ def fail_counted(call: FunctionCall) -> dict[str, Any]:
     if count <= int(call.args.get("failures", 0)):
         raise PermanentStepError(f"planned failure {count}")
     return {"calls": count}
+STARTED_PREFIX = "steadyflow-test:tool-started:"
+
+
+@register_function("tests.tool_rendezvous")
+def tool_rendezvous(call: FunctionCall) -> dict[str, Any]:
+    """An agent's tool (tests/workflows/test_tool_calls.py): counts each run (calls_so_far("<run>:<me>")),
+    says it started, then waits (bounded) until the tool named `other` started too, so two calls
+    run in parallel overlap for sure when two workers take them. With `hang_first`, its first attempt
+    then hangs (the test kills its worker there)."""
+    redis = _redis()
+    run = call.args.get("run", "")  # the test's own token: instance ids repeat between tests
+    redis.incr(f"{COUNTER_PREFIX}{run}:{call.args['me']}")
+    redis.set(f"{STARTED_PREFIX}{run}:{call.args['me']}", os.getpid())
+    other = call.args.get("other")
+    deadline = time.monotonic() + 30
+    while other and not redis.exists(f"{STARTED_PREFIX}{run}:{other}") and time.monotonic() < deadline:
+        time.sleep(0.02)
+    if call.args.get("hang_first") and call.attempt == 1:
+        time.sleep(120)
+    if call.args.get("fail"):
+        raise PermanentStepError(f"tool {call.args['me']} refused")
+    return {"me": call.args["me"], "attempt": call.attempt, "pid": os.getpid()}
+
+
+def tool_started_pid(run: str, me: str) -> int | None:
+    value = _redis().get(f"{STARTED_PREFIX}{run}:{me}")
+    return int(value) if value is not None else None

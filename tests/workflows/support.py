@@ -64,7 +64,12 @@ def assert_history_consistent(instance: WorkflowInstance) -> None:
     by_node: dict[str, list[int]] = {}
     for s in runs:
         by_node.setdefault(s.node_id, []).append(s.visit)
-        assert s.idempotency_key == f"{instance.pk}:{s.node_id}:{s.visit}"
+        if s.node_id.startswith("tool:"):
+            # An llm node's tool call: its key is the llm step's, its round and the call's id.
+            parent = next(p for p in runs if p.pk == s.input["parent_step"])
+            assert s.idempotency_key == f"{parent.idempotency_key}:round{s.input['round']}:{s.input['call_id']}"
+        else:
+            assert s.idempotency_key == f"{instance.pk}:{s.node_id}:{s.visit}"
         assert s.trace_id == instance.trace_id
     for node_id, node_visits in by_node.items():
         assert node_visits == list(range(1, len(node_visits) + 1)), f"{node_id} visits {node_visits}"

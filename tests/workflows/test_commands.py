@@ -20,7 +20,8 @@ from workflows.models import WorkflowDefinition, WorkflowInstance
 
 GRAPHS = Path(__file__).parent / "graphs"
 GREETING = GRAPHS / "greeting.json"
-EXAMPLE_SLUGS = {"react-agent", "refund-saga", "industry-report", "hallucination-loop", "support-desk"}
+EXAMPLE_SLUGS = {"react-agent", "refund-saga", "industry-report", "hallucination-loop", "support-desk",
+                 "research-agent"}
 SUMMARY_KEYS = {"instance", "workflow", "version", "status", "reason", "error", "steps", "loop_count", "tokens",
                 "cost_usd", "trace_id", "context"}
 
@@ -55,14 +56,14 @@ def command_error(*args: str) -> str:
 # --- load_examples ----------------------------------------------------------------------------------
 
 @pytest.mark.django_db
-def test_load_examples_prints_the_five_slugs_and_skips_unchanged_graphs():
+def test_load_examples_prints_every_slug_and_skips_unchanged_graphs():
     first = run("load_examples").splitlines()
     assert {line.split()[0] for line in first} == EXAMPLE_SLUGS
     assert all(line.split()[1] == "v1" for line in first)
     again = run("load_examples").splitlines()
     assert {line.split()[0] for line in again} == EXAMPLE_SLUGS
     assert all(line.endswith("v1 (unchanged)") for line in again)
-    assert WorkflowDefinition.objects.count() == 5
+    assert WorkflowDefinition.objects.count() == len(EXAMPLE_SLUGS)
     assert all(d.versions.count() == 1 for d in WorkflowDefinition.objects.all())
 
 

@@ -204,4 +204,16 @@ def test_support_desk_runs_react_agent_as_a_sub_workflow_with_its_defaults(runni
     note = instance.steps.get(node_id="note")
     assert instance.tokens == child.tokens + note.usage["prompt_tokens"] + note.usage["completion_tokens"]
     assert instance.cost_usd == child.cost_usd + Decimal(str(note.usage["cost_usd"]))
+def test_research_agent_runs_its_two_tools_in_parallel_and_answers(running: tuple[Client, Any]) -> None:
+    client, _ = running
+    instance = start_with_defaults(client, "research-agent")
+    expect_status(instance, "completed", timeout=60)
+    agent = instance.steps.get(node_id="agent")
+    assert agent.output["tool_rounds"] == 1
+    assert {c["name"]: c["result"] is not None for c in agent.output["tool_calls"]} == {"search": True, "lookup": True}
+    tools = instance.steps.filter(node_id__startswith="tool:agent:")
+    assert sorted(s.node_id for s in tools) == ["tool:agent:lookup", "tool:agent:search"]
+    assert instance.context["answer"].startswith("Durable execution")
+    assert instance.tokens == 660 and instance.cost_usd == Decimal("0.000170")
+    assert_usage_recorded(instance)
     assert_history_consistent(instance)

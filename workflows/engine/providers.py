@@ -90,7 +90,8 @@ async def openai_chat(*, base_url: str, api_key: str, model: str, messages: list
     return LLMReply(
         text=message.get("content"),
         tool_calls=[
-            {"name": c.get("function", {}).get("name"), "args": c.get("function", {}).get("arguments")}
+            {"id": c.get("id"), "name": c.get("function", {}).get("name"),
+             "args": c.get("function", {}).get("arguments")}
             for c in message.get("tool_calls") or []
         ],
         usage=dict(data.get("usage") or {}),

@@ -64,3 +64,22 @@ def sensitive_word_filter(call: FunctionCall) -> FunctionResult:
 def noop(call: FunctionCall) -> None:
     """Does nothing; used by benchmarks and tests of the engine's own overhead."""
     return None
+
+
+# --- The research agent's tools (graphs/research_agent.json): the model calls them with arguments it
+# chose, checked against each tool's `parameters` schema before they run.
+
+@register_function("examples.search")
+def search(call: FunctionCall) -> dict[str, Any]:
+    """A tool: search a (canned, offline) index for `query`; returns up to `limit` hits."""
+    query = str(call.args.get("query", ""))
+    limit = int(call.args.get("limit", 3))
+    hits = [{"title": f"{query.title()}: result {i + 1}", "url": f"https://example.org/{i + 1}"} for i in range(limit)]
+    return {"query": query, "hits": hits}
+
+
+@register_function("examples.lookup")
+def lookup(call: FunctionCall) -> dict[str, Any]:
+    """A tool: look a term up in a (canned, offline) glossary."""
+    term = str(call.args.get("term", ""))
+    return {"term": term, "definition": f"{term} is a durable way to run long workflows."}

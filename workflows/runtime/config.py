@@ -16,6 +16,7 @@ from workflows.engine.errors import PayloadTooLarge
 from workflows.engine.event_kinds import COMPENSATE_PREFIX as COMPENSATE_PREFIX  # re-exported for the runtime
 from workflows.engine.graph import Graph, Node
 from workflows.engine.nodes import EngineConfig, NodeKind, known_kinds
+from workflows.engine.nodes.llm_tools import TOOL_PREFIX, split_tool_step_id, tool_node
 
 TRAIL_LENGTH = 50
 
@@ -70,6 +71,10 @@ def compensation_node(node: Node) -> Node | None:
 
 
 def node_for_step(graph: Graph, node_id: str) -> Node:
+    if node_id.startswith(TOOL_PREFIX):
+        # An llm node's tool call (workflows/runtime/tool_calls.py): its tool's target.
+        llm_node_id, tool = split_tool_step_id(node_id)
+        return tool_node(graph.nodes[llm_node_id], tool)
     if is_compensation(node_id):
         node = compensation_node(graph.nodes[node_id[len(COMPENSATE_PREFIX):]])
         assert node is not None

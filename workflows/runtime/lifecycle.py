@@ -30,7 +30,7 @@ from workflows.engine.nodes import NodeResult, StepCall, get_kind
 from workflows.engine.nodes.llm import provider_of
 from workflows.engine.statuses import INSTANCE_ACTIVE, InstanceStatus, StepStatus
 from workflows.models import StepRun, WorkflowInstance
-from workflows.runtime import subflows
+from workflows.runtime import subflows, tool_calls
 from workflows.runtime import transitions as tx
 from workflows.runtime.config import (
     check_payload,
@@ -135,6 +135,8 @@ def build_call(claim: Claim, now: datetime | None = None) -> StepCall:
     inst, node, kind = claim.instance, claim.node, claim.kind
     steps = StepOutputs(inst.pk)
     names = {"context": inst.context, "steps": steps, "input": inst.input}
+    if tool_calls.is_tool_step(node.id):
+        names.update(tool_calls.call_names(claim.step))
     raw = node.config
     # `{{ secrets.NAME }}` become this attempt's placeholders before rendering: the renderer never
     # sees a value, and the config the step records holds none (workflows/credentials.py).
@@ -145,10 +147,14 @@ def build_call(claim: Claim, now: datetime | None = None) -> StepCall:
                   for key, value in raw.items()}
     except ExpressionError as exc:
         raise PermanentStepError(f"node '{node.id}': template failed: {exc}") from None
+    if tool_calls.is_tool_step(node.id):
+        config = tool_calls.call_config(claim.step, node, config)
+    rounds = tool_calls.rounds_of(claim.step) if node.type == "llm" else []
     call_index = 0
     if node.type == "llm" and provider_of(raw, engine_config().llm_default_provider) == "scripted":
         earlier = stores.get_store().earlier_attempts(inst.pk, node.id, claim.step.visit)
-        call_index = earlier + claim.step.attempt - 1
+        # Each answered tool round was one call (its attempt was given back).
+        call_index = earlier + claim.step.attempt - 1 + len(rounds)
     gate = None
     if node.type == "llm":
         from workflows.breakers import DatabaseBreaker, provider_key
@@ -167,7 +173,7 @@ def build_call(claim: Claim, now: datetime | None = None) -> StepCall:
         # The step's own span in the instance's trace (runtime/observe.py): what http and llm nodes send.
         trace_id=step_traceparent(inst.trace_id, claim.step.pk, claim.step.attempt),
         activated_at=claim.step.created_at, engine=engine_config(), call_index=call_index, breaker=gate,
-        secrets=scope, provider=account, cache=response_cache,
+        secrets=scope, provider=account, cache=response_cache, tool_rounds=rounds,
         subflows=subflows.StepSubflows(claim) if node.type == subflows.NODE_TYPE else None,
     )
     claim.call = call
@@ -294,6 +300,9 @@ def _decide_outcome(uow: UnitOfWork, step: StepRun, claim: Claim, outcome: Outco
         uow.checkpoint = False
         tx.close_step(uow, step, StepStatus.CANCELLED, reason=f"instance is {instance.status}")
         return None
+    if tool_calls.is_tool_step(step.node_id):
+        tool_calls.finish_call(uow, step, claim, outcome)
+        return None
     error = outcome.error
     if error is not None and error.code == "circuit_open":
         tx.park_step(uow, step)
@@ -311,6 +320,9 @@ def _decide_outcome(uow: UnitOfWork, step: StepRun, claim: Claim, outcome: Outco
         # Reads the child's status: decided under the instance lock only (see subflows.await_child).
         uow.needs_lock = True
         subflows.await_child(uow, step, claim, outcome.result.waiting_on)
+        return None
+    if outcome.result.tool_round is not None:
+        tool_calls.start_round(uow, step, claim, outcome.result)
         return None
     return _succeed(uow, step, claim, outcome.result, allow_inline)
 
@@ -338,14 +350,16 @@ def _succeed(uow: UnitOfWork, step: StepRun, claim: Claim, result: NodeResult, a
         tx.fail_attempt(uow, step, claim, PermanentStepError(str(exc)))
         return None
     usage = result.usage
+    # An llm step's tool rounds counted their usage when they committed: only the rest counts now.
+    added = tool_calls.usage_delta(step, usage)
     uow.update_step(step, status=StepStatus.SUCCEEDED, output=result.output, usage=usage, finished_at=uow.now,
                     input=tx.redacted_input(claim), error=None, degraded=result.degraded)
-    if usage:
+    if added:
         # A sub-workflow reports its child's total as `tokens`; an llm node, prompt and completion.
-        tokens = int(usage["tokens"]) if "tokens" in usage else (
-            int(usage.get("prompt_tokens", 0)) + int(usage.get("completion_tokens", 0)))
+        tokens = int(added["tokens"]) if "tokens" in added else (
+            int(added.get("prompt_tokens", 0)) + int(added.get("completion_tokens", 0)))
         uow.set_instance(tokens=inst.tokens + tokens,
-                         cost_usd=Decimal(inst.cost_usd) + Decimal(str(usage.get("cost_usd", 0))))
+                         cost_usd=Decimal(inst.cost_usd) + Decimal(str(added.get("cost_usd", 0))))
     uow.event("step_succeeded", step.node_id, step, visit=step.visit, attempt=step.attempt,
               duration_ms=round((uow.now - step.started_at).total_seconds() * 1000, 2) if step.started_at else None,
               usage=usage, degraded=result.degraded)

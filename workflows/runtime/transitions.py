@@ -427,6 +427,11 @@ def resume(uow: UnitOfWork, *, goto: str | None = None, note: str = "") -> None:
     # sub-workflow step that a halt parked (queued, retrying) or whose child ended meanwhile goes on.
     parked = [step for step in steps_of(uow, [StepStatus.PENDING], exclude_types=person_kinds(), parked_only=True)
               if (step.node_id, step.visit) not in throttled and not subflows.waits_on_child(step)]
+    # An llm step waiting for its tool steps is queued by the last of them, not by a resume.
+    awaiting_tools = [step for step in parked
+                      if isinstance(step.output, dict) and step.output.get("waiting_for_tools")]
+    if goto is None:
+        parked = [step for step in parked if not any(step is w for w in awaiting_tools)]
     if goto is not None:
         for step in parked:
             uow.update_step(step, status=StepStatus.CANCELLED, finished_at=uow.now)

@@ -4,6 +4,7 @@
 import { byId as $, el, replaceChildren } from "../lib/dom.js";
 import { getJSON } from "../lib/api.js";
 import { fmtMs, fmtTime } from "../lib/format.js";
+import { foreignRunLabel, toolCallsSection } from "./toolcalls.js";
 
 export function createInspector(page) {
   const { cfg, canvas } = page;
@@ -70,7 +71,7 @@ export function createInspector(page) {
 
   function runDetails(run, open) {
     const usage = run.usage || {};
-    const comp = run.node !== selected ? " (compensation)" : "";
+    const comp = run.node !== selected ? foreignRunLabel(run) : "";
     const facts = [
       ["Queue", run.queue], ["Worker", run.worker || "—"], ["Started", fmtTime(run.started_at)],
       ["Finished", fmtTime(run.finished_at)],
@@ -99,6 +100,7 @@ export function createInspector(page) {
       el("pre", { class: "json" }, run.input === null ? "—" : JSON.stringify(run.input, null, 2)),
       el("h4", {}, "Output"),
       el("pre", { class: "json" }, run.output === null ? "—" : JSON.stringify(run.output, null, 2)));
+    parts.push(toolCallsSection(run));
     const d = el("details", { class: "run" }, parts);
     d.open = open;
     return d;

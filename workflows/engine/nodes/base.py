@@ -95,6 +95,8 @@ class StepCall:
     # An llm node's response cache: given only to a node whose config opts in (workflows/engine/llm_cache.py).
     cache: ResponseCache | None = None
     subflows: Subflows | None = None  # a subworkflow node's way to its child (None outside a worker)
+    # An llm node's tool rounds answered so far in this step (engine/nodes/llm_tools.py).
+    tool_rounds: list[dict[str, Any]] = field(default_factory=list)
 
 
 @dataclass
@@ -106,6 +108,9 @@ class NodeResult:
     # not done yet: the step waits, with no worker, until this sub-workflow instance ends
     waiting_on: int | None = None
     degraded: bool = False
+    # An llm node's model asked for tool calls: the round to commit (engine/nodes/llm_tools.py); the
+    # step waits for its tool steps instead of finishing.
+    tool_round: dict[str, Any] | None = None
 
 
 class NodeKind:

@@ -5,10 +5,12 @@ import copy
 from functools import partial
 from typing import Any, ClassVar
 
+import jsonschema
+
 from workflows.engine import limits, llm_cache, outbound, providers
 from workflows.engine.errors import CircuitOpen, ConfigError, GraphIssue, ProviderError, StepError, StepTimeout
 from workflows.engine.graph import Graph, Node
-from workflows.engine.nodes import register
+from workflows.engine.nodes import llm_tools, register
 from workflows.engine.nodes.base import EngineConfig, NodeKind, NodeResult, StepCall
 
 ROUTE_INSTRUCTION = "Reply with exactly one of these words and nothing else: {routes}."
@@ -28,7 +30,7 @@ class LLM(NodeKind):
     icon = "✦"
     color = "#db2777"
     # `credential` names a stored credential, never a template (breaker keys stay bounded).
-    raw_config_keys = frozenset({"script", "routes", "credential"})
+    raw_config_keys = frozenset({"script", "routes", "credential", "tools"})
     config_schema: ClassVar[dict[str, Any]] = {
         "type": "object",
         "required": ["prompt"],
@@ -52,6 +54,10 @@ class LLM(NodeKind):
                       "required": ["ttl_s"],
                       "properties": {"ttl_s": limits.number(1, limits.MAX_LLM_CACHE_TTL_S, integer=True,
                                                             title="Keep replies for (seconds)")}},
+            # Agent tool calls (engine/nodes/llm_tools.py): left unrendered, an http target's
+            # templates read the call's `args` when its tool step runs.
+            "tools": llm_tools.TOOLS_SCHEMA,
+            "max_tool_rounds": llm_tools.MAX_TOOL_ROUNDS_SCHEMA,
             "script": {
                 "type": "array",
                 "title": "Scripted responses (in order; the last repeats)",
@@ -93,7 +99,7 @@ class LLM(NodeKind):
                 issues.append(GraphIssue(
                     f"node '{node.id}': script entry {i + 1} routes to '{route}', not one of {routes}",
                     node=node.id, field=f"config.script.{i}.route"))
-        return issues
+        return issues + _check_tools(node)
 
     def run(self, call: StepCall) -> NodeResult:
         # Only reached when an llm node is routed to a synchronous queue.
@@ -127,13 +133,18 @@ class LLM(NodeKind):
             raise
         if gate is not None:
             await asyncio.to_thread(gate.record, True)
+        if reply.tool_calls and config.get("tools"):
+            return _tool_round(call, reply)
         if routes and reply.route not in routes:
             # A reply naming no known route: the provider answered, so the breaker counted a success,
             # but the step fails (and is retried per its policy).
             raise ProviderError(f"the model chose route {reply.route!r}, not one of {routes}",
                                 details={"reply": (reply.text or "")[:200]})
         usage = _usage(reply, str(config.get("model") or reply.model), call.engine.llm_prices)
-        output = {"text": reply.text, "route": reply.route, "tool_calls": reply.tool_calls, "usage": usage}
+        output: dict[str, Any] = {"text": reply.text, "route": reply.route, "tool_calls": reply.tool_calls,
+                                  "usage": usage}
+        output = llm_tools.final_output(output, call.tool_rounds)
+        usage = output["usage"]
         updates = {config["save_as"]: reply.text} if config.get("save_as") else {}
         ttl = llm_cache.ttl_of(config)
         if cache_key is not None and call.cache is not None and ttl is not None:
@@ -160,7 +171,8 @@ class LLM(NodeKind):
             # Permanent and the node's own: not counted against the provider's breaker.
             raise ProviderError(f"model {model!r} is not one credential '{account.name}' allows "
                                 f"({', '.join(account.models)})", permanent=True)
-        messages = _messages(config, routes)
+        messages = llm_tools.conversation(_messages(config, routes), call.tool_rounds)
+        tools = llm_tools.openai_tools(config)
         reply = await providers.openai_chat(
             base_url=account.base_url if account is not None else call.engine.llm_base_url,
             # The environment's provider is operator-configured, so it may be a local model server
@@ -173,7 +185,8 @@ class LLM(NodeKind):
             messages=call.secrets.reveal(messages) if call.secrets is not None else messages,
             timeout_s=float(call.node.timeout_s or call.engine.default_timeout_s),
             limit=call.engine.llm_max_per_provider,
-            extra={k: config[k] for k in ("temperature", "max_tokens") if k in config},
+            extra={**{k: config[k] for k in ("temperature", "max_tokens") if k in config},
+                   **({"tools": tools} if tools else {})},
             traceparent=call.trace_id,
         )
         if routes and reply.route is None:
@@ -201,7 +214,30 @@ def _cache_key(call: StepCall, routes: list[str]) -> str | None:
     provider = provider_of(call.config, call.engine.llm_default_provider)
     return llm_cache.key_for(call.config, provider=provider, model=_model(call.config),
                              endpoint="" if provider == "scripted" else call.engine.llm_base_url,
-                             messages=_messages(call.config, routes))
+                             messages=llm_tools.conversation(_messages(call.config, routes), call.tool_rounds))
+
+
+def _tool_round(call: StepCall, reply: providers.LLMReply) -> NodeResult:
+    """The model asked for tool calls: a round for the runtime to run (engine/nodes/llm_tools.py)."""
+    usage = _usage(reply, str(call.config.get("model") or reply.model), call.engine.llm_prices)
+    rnd = llm_tools.plan_round(call.node.id, call.config, call.tool_rounds, reply.tool_calls, reply.text, usage)
+    rounds = [*call.tool_rounds, rnd]
+    output = {"waiting_for_tools": True, "tool_rounds": len(rounds), "rounds": rounds}
+    return NodeResult(output=output, usage=usage, tool_round=rnd)
+
+
+def _check_tools(node: Node) -> list[GraphIssue]:
+    """The tools' checks at save; an http target's config must pass the http node's schema."""
+    from workflows.engine.functions import get_function
+    from workflows.engine.nodes import get_kind
+
+    validator = jsonschema.Draft202012Validator(get_kind("http").config_schema)
+
+    def check_http(config: dict[str, Any]) -> list[str]:
+        return [error.message for error in validator.iter_errors(config)]
+
+    return llm_tools.check_tools(node, function_exists=lambda name: get_function(name) is not None,
+                                 check_http=check_http)
 
 
 def _fallback(call: StepCall, breaker_key: str) -> NodeResult:
