@@ -139,7 +139,8 @@ def run_trial(graph_json: Any, node_id: str, sample_json: Any, pinned_response: 
                   for key, value in raw.items()}
     except ExpressionError as exc:
         return {"node": node_id, "type": node.type, "config": None, "output": None, "context_updates": {},
-                "routing": [], "error": {"code": "permanent", "message": f"template failed: {exc}"}}
+                "usage": None, "routing": [], "duration_ms": round((time.monotonic() - started) * 1000),
+                "error": {"code": "permanent", "message": f"template failed: {exc}"}}
     now = timezone.now()
     call = StepCall(
         node=node, config=config, context=sample.context, steps=sample.steps, start_input=sample.input,
