@@ -110,6 +110,10 @@ class InstanceConsumer(_Refusing):
         for event in events:
             await self.send_json({"type": "event", "event": event})
 
+    async def send_partial(self, message: dict[str, Any]) -> None:
+        """A streaming llm step's reply so far (not an event: no seq; the step's commit replaces it)."""
+        await self.send_json({"type": "partial", **message})
+
 
 class DashboardConsumer(_Refusing):
     watching = False

@@ -185,6 +185,7 @@ def editor(request: HttpRequest, slug: str) -> HttpResponse:
             "version": reverse("api-editor-version", args=[slug, 0]).rsplit("/0", 1)[0] + "/",
             "diff": reverse("api-editor-diff", args=[slug]),
             "checkExpression": reverse("api-check-expression"),
+            "testNode": reverse("api-editor-test-node", args=[slug, "__node__"]),
             "functions": reverse("api-functions"),
             "start": reverse("api-start", args=[slug]),
             "editor": reverse("workflow-editor", args=[slug]),

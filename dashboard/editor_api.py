@@ -319,3 +319,27 @@ def check_expression(request: HttpRequest) -> JsonResponse:
     except ExpressionError as exc:
         return JsonResponse({"valid": False, "message": f"condition {exc}"})
     return JsonResponse({"valid": True, "message": "condition parses"})
+
+
+@api_view(("POST",), perm=(permissions.VIEW_GRAPHS, SAVE_PERM))
+@_guarded
+def test_node(request: HttpRequest, slug: str, node_id: str) -> JsonResponse:
+    """Run one node's handler on sample data (the editor's Test panel; workflows/node_trial.py):
+    body {graph? (the unsaved graph; default the latest version's), sample?, pinned_response?}.
+    Designers only: an http node really calls out, a python node really calls its function.
+    Nothing is stored (no instance, step or event)."""
+    from workflows import node_trial
+
+    definition = definition_or_404(slug)
+    body = _body(request)
+    graph = body.get("graph")
+    if graph is None:
+        latest = definition.latest_version()
+        if latest is None:
+            raise BadRequest(f"workflow {slug!r} has no saved version: send the graph to test")
+        graph = latest.graph
+    try:
+        answer = node_trial.run_trial(graph, node_id, body.get("sample"), body.get("pinned_response"))
+    except node_trial.TrialRefused as exc:
+        raise BadRequest(exc.message, exc.status, **exc.extra) from None
+    return JsonResponse(answer)

@@ -31,7 +31,7 @@ from channels.db import database_sync_to_async
 from django.conf import settings
 
 from dashboard.live_events import EventReader, make_reader
-from workflows import live
+from workflows import live, live_partial
 from workflows.models import WorkflowInstance
 
 log = logging.getLogger("steadyflow.live")
@@ -48,6 +48,8 @@ class InstanceWatcher(Protocol):
     sent_seq: int | None
 
     async def send_events(self, events: list[dict[str, Any]]) -> None: ...
+
+    async def send_partial(self, message: dict[str, Any]) -> None: ...
 
 
 class DashboardWatcher(Protocol):
@@ -134,6 +136,18 @@ class Relay:
         if instance_id in self.watchers:
             self._advance(instance_id, last_seq)
             self._pump(instance_id)
+
+    async def partial(self, data: bytes) -> None:
+        """A streaming llm step's reply so far (workflows/live_partial.py): to the sockets watching its
+        instance, as a `partial` message. Not an event: no seq, nothing stored, nothing caught up."""
+        try:
+            message = live_partial.decode(data)
+        except ValueError:
+            log.warning("live relay: ignoring a malformed partial reply")
+            return
+        for watcher in list(self.watchers.get(message["instance"], ())):
+            if watcher.sent_seq is not None:  # after its hello, like events
+                await _send_partial_quietly(watcher, message)
 
     def _advance(self, instance_id: int, seq: int) -> None:
         if instance_id in self.watchers and seq > self.known.get(instance_id, 0):
@@ -224,12 +238,16 @@ class Relay:
             client = aioredis.Redis.from_url(settings.REDIS_URL, socket_timeout=None, client_name=CLIENT_NAME)
             pubsub = client.pubsub(ignore_subscribe_messages=True)
             try:
-                await pubsub.subscribe(live.channel_for(client.connection_pool))
+                notices = live.channel_for(client.connection_pool).encode()
+                await pubsub.subscribe(notices.decode(), live.partial_channel_for(client.connection_pool))
                 self.subscribed.set()
                 delay = 0.1
                 await self._poll_once()  # whatever committed while we were not subscribed
                 async for message in pubsub.listen():
                     if message.get("type") != "message":
+                        continue
+                    if message.get("channel") != notices:
+                        await self.partial(message["data"])
                         continue
                     try:
                         self.note(*live.decode(message["data"]))
@@ -251,6 +269,13 @@ async def _send_quietly(watcher: InstanceWatcher, events: list[dict[str, Any]]) 
         await watcher.send_events(events)
     except Exception as exc:  # noqa: BLE001 - a socket closing meanwhile must not stop the others
         log.debug("live relay: a socket refused events: %s", exc)
+
+
+async def _send_partial_quietly(watcher: InstanceWatcher, message: dict[str, Any]) -> None:
+    try:
+        await watcher.send_partial(message)
+    except Exception as exc:  # noqa: BLE001 - a socket closing meanwhile
+        log.debug("live relay: a socket refused a partial reply: %s", exc)
 
 
 async def _close_quietly(pubsub: Any, client: aioredis.Redis) -> None:

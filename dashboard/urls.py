@@ -55,6 +55,7 @@ urlpatterns = [
     path("api/workflows/<slug:slug>/versions/<int:number>/restore", editor_api.restore,
          name="api-editor-restore"),
     path("api/workflows/<slug:slug>/diff", editor_api.diff, name="api-editor-diff"),
+    path("api/workflows/<slug:slug>/nodes/<str:node_id>/test", editor_api.test_node, name="api-editor-test-node"),
     path("api/expressions/check", editor_api.check_expression, name="api-check-expression"),
     path("api/instances/<int:instance_id>", api.instance, name="api-instance"),
     path("api/instances/<int:instance_id>/events", api.instance_events, name="api-instance-events"),

@@ -57,7 +57,7 @@ from django.core.management.base import CommandError
 from django.db import close_old_connections, connections
 from django.utils import timezone
 
-from workflows import breakers, dispatch, metrics, rq_adapter, runtime
+from workflows import breakers, dispatch, live_partial, metrics, rq_adapter, runtime
 from workflows.engine import providers
 from workflows.engine.errors import StepTimeout
 from workflows.groupcommit import GroupCommits
@@ -407,11 +407,14 @@ class AIConsumer:
         timeout = runtime.timeout_for(claim)
         kind = claim.kind
         handler: asyncio.Future[Any] | None = None
+        partials: live_partial.PartialThrottle | None = None
         metrics.LLM_IN_FLIGHT.inc()
         try:
             # The config's templates render inside the step's time limit, as in run_claimed.
             async with asyncio.timeout(timeout):
                 call = await self._in(self.db, runtime.build_call, claim)
+                # A streaming llm node's partial replies go to the live view, throttled.
+                partials = live_partial.attach(call, claim.instance.pk, claim.step.pk)
                 if self._releasing:
                     return None
                 if kind.is_async:
@@ -433,6 +436,8 @@ class AIConsumer:
         except Exception as exc:  # noqa: BLE001 - a failing node must never take the consumer down
             return runtime.Outcome(error=runtime.as_step_error(exc))
         finally:
+            if partials is not None:
+                partials.close()
             job.handler = None
             metrics.LLM_IN_FLIGHT.dec()
         return runtime.Outcome(result=result)

@@ -56,6 +56,11 @@ def channel_for(pool: Any) -> str:
     return f"steadyflow:{int(pool.connection_kwargs.get('db') or 0)}:live"
 
 
+def partial_channel_for(pool: Any) -> str:
+    """The channel of partial llm replies (workflows/live_partial.py): not events, never stored."""
+    return f"steadyflow:{int(pool.connection_kwargs.get('db') or 0)}:partial"
+
+
 def encode(instance_id: int, first_seq: int, last_seq: int) -> bytes:
     return b"%d %d %d" % (instance_id, first_seq, last_seq)
 
@@ -73,10 +78,11 @@ class _Publisher:
         self.pool = redis.ConnectionPool.from_url(settings.REDIS_URL, retry=None, socket_timeout=SOCKET_TIMEOUT_S,
                                                   socket_connect_timeout=SOCKET_TIMEOUT_S, client_name=CLIENT_NAME)
         self.channel = channel_for(self.pool)
+        self.partial_channel = partial_channel_for(self.pool)
         self.conn: Any = None
         self.down_until = 0.0
 
-    def send(self, payload: bytes) -> None:
+    def send(self, payload: bytes, channel: str | None = None) -> None:
         with self.lock:
             if self.down_until:
                 if time.monotonic() < self.down_until:
@@ -87,7 +93,7 @@ class _Publisher:
                     conn = self.pool.get_connection()  # connects (AUTH, SELECT) with replies on
                     conn.send_command("CLIENT", "REPLY", "OFF")  # answered by silence
                     self.conn = conn
-                self.conn.send_command("PUBLISH", self.channel, payload)
+                self.conn.send_command("PUBLISH", channel or self.channel, payload)
             except (redis.RedisError, OSError) as exc:
                 if self.conn is not None:
                     self.conn.disconnect()
@@ -122,3 +128,11 @@ def publish(messages: list[dict[str, Any]]) -> None:
     """The same for one commit's `Event.as_message()` dicts (all of one instance, in seq order)."""
     if messages:
         publish_commit(messages[0]["instance"], messages[0]["seq"], messages[-1]["seq"])
+
+
+def publish_partial(payload: bytes) -> None:
+    """A partial llm reply (workflows/live_partial.py encodes it) for the relay to pass to the sockets
+    watching its instance; as fire-and-forget as a commit notice, and nothing catches up on a lost one."""
+    if settings.STEADYFLOW["PUBLISH_EVENTS"]:
+        publisher = _get_publisher()
+        publisher.send(payload, publisher.partial_channel)

@@ -123,3 +123,29 @@ test("a human task opened makes a running instance wait, with its item; the deci
   reducer.apply(halted, ev("human_task_opened", "reply", { review: 43 }));
   assert.equal(halted.status, "halted");
 });
+
+test("a streaming step's partial reply shows while it runs and goes when the attempt ends", () => {
+  const state = reducer.replay([ev("instance_started"), ev("step_queued", "classify", { visit: 1 }),
+    ev("step_started", "classify", { visit: 1 })]);
+  const before = JSON.stringify(state.nodes);
+  const seqBefore = state.seq;
+  assert.equal(reducer.applyPartial(state, { node: "classify", step: 4, text: "Hel", chars: 3 }), true);
+  assert.equal(reducer.applyPartial(state, { node: "classify", step: 4, text: "Hello", chars: 5 }), true);
+  // An older message arriving late does not shrink the text.
+  assert.equal(reducer.applyPartial(state, { node: "classify", step: 4, text: "He", chars: 2 }), false);
+  assert.deepEqual(state.partials.classify, { step: 4, text: "Hello", chars: 5 });
+  assert.equal(JSON.stringify(state.nodes), before, "a partial reply is not an event: no node moves");
+  assert.equal(state.seq, seqBefore);
+  reducer.apply(state, ev("step_succeeded", "classify", { visit: 1 }));
+  assert.equal(state.partials.classify, undefined);
+  // A message sent before the commit but heard after it is ignored.
+  assert.equal(reducer.applyPartial(state, { node: "classify", step: 4, text: "Hello w", chars: 7 }), false);
+  assert.equal(state.partials.classify, undefined);
+  // A retry drops the failed attempt's text; the next attempt streams afresh.
+  reducer.apply(state, ev("step_queued", "reply", { visit: 1 }));
+  reducer.applyPartial(state, { node: "reply", step: 5, text: "Dear", chars: 4 });
+  reducer.apply(state, ev("step_retrying", "reply", { visit: 1, attempt: 1 }));
+  assert.equal(state.partials.reply, undefined);
+  assert.equal(reducer.applyPartial(state, { node: "reply", step: 5, text: "x" }), false);
+  assert.equal(reducer.applyPartial(state, { text: 3 }), false);
+});

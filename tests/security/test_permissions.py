@@ -43,6 +43,11 @@ GRAPH = {
               {"id": "end", "type": "end"}],
     "edges": [{"source": "start", "target": "ask"}, {"source": "ask", "target": "end"}],
 }
+ROUTED = {"graph": {"nodes": [{"id": "start", "type": "start"},
+                               {"id": "pick", "type": "router", "config": {"rules": [], "default": "on"}},
+                               {"id": "end", "type": "end"}],
+                     "edges": [{"source": "start", "target": "pick"}, {"source": "pick", "target": "end"}]},
+          "sample": {"context": {"n": 1}}}
 HALTING = {
     "nodes": [{"id": "start", "type": "start"}, {"id": "nap", "type": "wait", "config": {"seconds": 60}},
               {"id": "end", "type": "end"}],
@@ -213,6 +218,9 @@ MATRIX: dict[str, list[Action]] = {
     "api-editor-version": [api("GET", lambda w: f"/api/workflows/{SLUG}/versions/1", VIEW_API)],
     "api-editor-restore": [api("POST", lambda w: f"/api/workflows/{SLUG}/versions/1/restore", DESIGN_API)],
     "api-editor-diff": [api("GET", lambda w: f"/api/workflows/{SLUG}/diff?from=1&to=1", VIEW_API)],
+    # Testing a node runs its handler (an http node calls out): designers only; nothing is stored.
+    "api-editor-test-node": [api("POST", lambda w: f"/api/workflows/{SLUG}/nodes/pick/test",
+                                 row(401, 403, 403, 200, 403, 403, 200), ROUTED)],
     "api-check-expression": [api("POST", lambda w: "/api/expressions/check", VIEW_API,
                                  {"expression": "context.n > 1"})],
     "api-instance": [api("GET", lambda w: f"/api/instances/{w.task.pk}", VIEW_API)],

@@ -60,6 +60,10 @@ class Behaviour:
     # OpenAI-shaped tool calls to answer with while the request's last message is not a `tool`
     # message (an agent's first round); once results come back, `reply` answers.
     tool_calls: list[dict[str, Any]] = field(default_factory=list)
+    # A request with `"stream": true` is answered with server-sent events (the chat-completion chunk
+    # format): the reply in pieces of `stream_chunk_chars`, `stream_delay` seconds apart.
+    stream_chunk_chars: int = 4
+    stream_delay: float = 0.0
 
     def next_status(self) -> int:
         return self.script.pop(0) if self.script else self.status
@@ -72,7 +76,7 @@ class Behaviour:
 
 
 def _behaviour_fields(values: dict[str, Any]) -> dict[str, Any]:
-    allowed = {"delay", "status", "script", "reply", "echo_key", "tool_calls"}
+    allowed = {"delay", "status", "script", "reply", "echo_key", "tool_calls", "stream_chunk_chars", "stream_delay"}
     unknown = set(values) - allowed
     if unknown:
         raise ValueError(f"unknown behaviour field(s): {sorted(unknown)}; expected {sorted(allowed)}")
@@ -181,7 +185,7 @@ class LLMTestServer:
         app.router.add_post("/_reset", self._http_reset)
         return app
 
-    async def _chat(self, request: web.Request) -> web.Response:
+    async def _chat(self, request: web.Request) -> web.StreamResponse:
         try:
             body = await request.json()
             if not isinstance(body, dict):
@@ -198,6 +202,7 @@ class LLMTestServer:
             messages = body.get("messages") or []
             last_role = messages[-1].get("role") if messages and isinstance(messages[-1], dict) else None
             tool_calls = list(behaviour.tool_calls) if last_role != "tool" else []
+            chunk_chars, stream_delay = behaviour.stream_chunk_chars, behaviour.stream_delay
             if "X-Test-Delay" in request.headers:
                 delay = float(request.headers["X-Test-Delay"])
             self._in_flight += 1
@@ -230,6 +235,10 @@ class LLMTestServer:
         prompt_tokens = sum(len(str(m.get("content", "")).split()) for m in body.get("messages") or []
                             if isinstance(m, dict))
         completion_tokens = len(reply.split())
+        usage = {"prompt_tokens": prompt_tokens, "completion_tokens": completion_tokens,
+                 "total_tokens": prompt_tokens + completion_tokens}
+        if body.get("stream") is True:
+            return await self._stream(request, record, model, reply, usage, chunk_chars, stream_delay)
         return web.json_response({
             "id": f"chatcmpl-test-{record['seq']}",
             "object": "chat.completion",
@@ -241,6 +250,38 @@ class LLMTestServer:
             "usage": {"prompt_tokens": prompt_tokens, "completion_tokens": completion_tokens,
                       "total_tokens": prompt_tokens + completion_tokens},
         })
+
+    async def _stream(self, request: web.Request, record: dict[str, Any], model: str, reply: str,
+                      usage: dict[str, int], chunk_chars: int, delay: float) -> web.StreamResponse:
+        """The reply as server-sent events: a role chunk, content chunks, a usage chunk, [DONE]."""
+        response = web.StreamResponse(headers={"Content-Type": "text/event-stream", "Cache-Control": "no-cache"})
+        await response.prepare(request)
+
+        async def event(payload: Any) -> None:
+            data = payload if isinstance(payload, str) else json.dumps(payload)
+            await response.write(f"data: {data}\n\n".encode())
+
+        base = {"id": f"chatcmpl-test-{record['seq']}", "object": "chat.completion.chunk",
+                "created": int(time.time()), "model": model or "test-model"}
+        await event({**base, "choices": [{"index": 0, "delta": {"role": "assistant"}, "finish_reason": None}]})
+        size = max(int(chunk_chars), 1)
+        with self._lock:
+            record["chunks"] = 0
+        try:
+            for start in range(0, len(reply), size):
+                if delay > 0:
+                    await asyncio.sleep(delay)
+                await event({**base, "choices": [{"index": 0, "delta": {"content": reply[start:start + size]},
+                                                  "finish_reason": None}]})
+                with self._lock:
+                    record["chunks"] += 1
+            await event({**base, "choices": [{"index": 0, "delta": {}, "finish_reason": "stop"}]})
+            await event({**base, "choices": [], "usage": usage})
+            await event("[DONE]")
+            await response.write_eof()
+        except ConnectionError:
+            pass  # the client gave up (its body cap, its deadline): what the tests of those expect
+        return response
 
     async def _models_list(self, request: web.Request) -> web.Response:
         with self._lock:

@@ -26,6 +26,7 @@ MAX_LLM_TOKENS = 10_000_000          # an llm node's max_tokens
 MAX_LLM_CACHE_TTL_S = 90 * DAY_S    # an llm node's cache.ttl_s
 MAX_SCRIPT_DELAY_S = DAY_S           # a scripted llm response's delay_s
 MAX_TOOL_ROUNDS = 100                # an llm node's max_tool_rounds (each round also counts as a transition)
+MAX_SCRIPT_CHUNK_CHARS = 100_000     # a scripted llm response's chunk_chars (streaming)
 MAX_POSITION = 1e7                   # the editor's node coordinates
 MAX_SUBWORKFLOW_DEPTH = 10          # a subworkflow node's max_depth (levels of nesting below a top-level instance)
 

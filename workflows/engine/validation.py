@@ -17,7 +17,7 @@ from typing import Any
 
 import jsonschema
 
-from workflows.engine import expressions, inputs, limits, route_checks
+from workflows.engine import expressions, inputs, limits, route_checks, samples
 from workflows.engine.errors import ExpressionError, GraphInvalid, GraphIssue
 from workflows.engine.graph import Edge, Graph, GraphSettings
 from workflows.engine.nodes import known_kinds
@@ -71,6 +71,8 @@ _NODE_SHAPE: dict[str, Any] = {
         "position": {"type": "object", "properties": {"x": limits.number(-limits.MAX_POSITION, limits.MAX_POSITION),
                                                       "y": limits.number(-limits.MAX_POSITION, limits.MAX_POSITION)}},
         "label": {"type": "string"},
+        # Test data for the editor's Test panel (engine/samples.py); never read when an instance runs.
+        "sample": {"type": "object"},
     },
 }
 _EDGE_SHAPE: dict[str, Any] = {
@@ -269,6 +271,9 @@ def _node_config_issues(raw: dict[str, Any], node_id: str, kind: Any) -> list[Gr
     ):
         config_issues.append(GraphIssue(f"node '{node_id}': template {message}", node=node_id,
                                         field="config"))
+    if "sample" in raw:
+        config_issues += [GraphIssue(f"node '{node_id}': {problem}", node=node_id, field="sample")
+                          for problem in samples.sample_issues(raw["sample"])]
     fallback = raw.get("fallback")
     if fallback and fallback.get("mode") == "rule" and "route" not in fallback and "output" not in fallback:
         config_issues.append(GraphIssue(f"node '{node_id}': a rule fallback needs a route or an output",

@@ -20,6 +20,7 @@ from workflows.engine.graph import Edge, Graph, Node
 from workflows.engine.nodes import get_kind
 from workflows.engine.retry import RetryPolicy
 from workflows.engine.scheduling import advance, count_activations, edges_fired
+from workflows.engine.secrets import SecretScope
 from workflows.engine.statuses import INSTANCE_ACTIVE, STEP_OPEN, InstanceStatus, StepStatus
 from workflows.models import ReviewItem, StepRun, WorkflowInstance
 from workflows.runtime.config import (
@@ -74,9 +75,13 @@ def redacted_input(claim: Claim) -> dict[str, Any] | None:
         # Not run here (a lost lease, a sub-workflow's end): keep what the step recorded.
         kept: dict[str, Any] | None = claim.step.input
         return kept
-    # Secret references show as `{{ secrets.NAME }}`, never as values (engine/secrets.py).
-    scope = claim.call.secrets
-    config = dict(scope.masked(claim.call.config) if scope is not None else claim.call.config)
+    return redacted_config(claim.call.config, claim.call.secrets)
+
+
+def redacted_config(rendered: dict[str, Any], scope: SecretScope | None) -> dict[str, Any]:
+    """A rendered config as a record or a page may show it: secret references as
+    `{{ secrets.NAME }}`, never values (engine/secrets.py), and secret-looking headers masked."""
+    config = dict(scope.masked(rendered) if scope is not None else rendered)
     if isinstance(config.get("headers"), dict):
         config["headers"] = {
             k: ("***" if any(word in k.lower() for word in _SECRET_HEADER_WORDS) else v)

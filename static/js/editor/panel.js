@@ -11,6 +11,7 @@ import { addEdge, deleteSelection, isReal, realEdges, realNodes, renameNode, sel
   setEdgeWhen, setNodeField, commit } from "./canvas.js";
 import { field, schemaErrors, schemaFields, section, showFieldError } from "./forms.js";
 import { attachFunctionPicker } from "./functions.js";
+import { testSection } from "./node-test.js";
 import { updateToolbar } from "./toolbar.js";
 import { revalidateSoon } from "./validation.js";
 
@@ -102,6 +103,8 @@ function nodePanel(node) {
         options: ["all", "any"], value: data.join, apply: apply("join"), placeholder: "— (all: wait for every branch)" })));
   }
   sections.push(connectionsSection(node));
+  const trial = testSection(id, node.data("type"), data);
+  if (trial) sections.push(trial);
   // The python functions a node may call, with their docstrings, instead of typing a name from memory.
   const pickFor = (path, kind) => sections.forEach((s) => s.querySelectorAll(`.field[data-path="${path}"]`)
     .forEach((row) => attachFunctionPicker(row, kind)));

@@ -1,5 +1,6 @@
 /* The step inspector: every run of the selected node (attempt, visit, status, worker, duration, input,
- * output, error, tokens and cost), and an operator's rerun/retry actions for it. */
+ * output, error, tokens and cost), a streaming llm step's reply so far, and an operator's rerun/retry
+ * actions for it. */
 
 import { byId as $, el, replaceChildren } from "../lib/dom.js";
 import { getJSON } from "../lib/api.js";
@@ -27,7 +28,27 @@ export function createInspector(page) {
     $("insp-title").textContent = id + " · " + (node.type || "");
     $("insp-hint").hidden = true;
     replaceChildren($("insp-runs"), el("p", { class: "hint" }, "loading…"));
+    renderPartial();
     load();
+  }
+
+  // A streaming llm step's reply so far (the reducer's `partials`, from socket `partial` messages),
+  // above the runs: it grows as messages arrive and goes when the step's attempt ends, its output
+  // then shown by the reloaded runs.
+  function renderPartial() {
+    const partial = selected ? (page.live().partials || {})[selected] : null;
+    let box = $("insp-partial");
+    if (!partial) {
+      if (box) box.remove();
+      return;
+    }
+    if (!box) {
+      box = el("div", { id: "insp-partial", class: "partial", "aria-live": "polite" },
+        el("h4", {}, "Reply so far (streaming)"), el("pre", { class: "json partial-text" }));
+      $("insp-runs").prepend(box);
+    }
+    box.querySelector("pre").textContent = partial.text;
+    box.dataset.chars = String(partial.chars);
   }
 
   function refreshSoon() {
@@ -120,10 +141,12 @@ export function createInspector(page) {
     const box = replaceChildren($("insp-runs"));
     if (!runs.length) {
       box.appendChild(el("p", { class: "hint" }, "This node has not run in this instance."));
+      renderPartial();
       return;
     }
     runs.slice().reverse().forEach((run, i) => box.appendChild(runDetails(run, i === 0)));
+    renderPartial();
   }
 
-  return { select, refreshSoon, renderActions, selected: () => selected };
+  return { select, refreshSoon, renderActions, renderPartial, selected: () => selected };
 }

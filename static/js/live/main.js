@@ -40,6 +40,7 @@ if (cfg.review) store.live.review = cfg.review;
 const paints = new Map();
 const received = new Map(); // when each event arrived on the socket (the benchmark splits the lag)
 const history = []; // every node state change, in the order the events were applied (the e2e tests read it)
+const partialLog = []; // the partial replies applied, in order (the e2e tests read it)
 
 const page = { cfg, log, reducer, graphNodes, live: () => store.live, catchUp };
 // The input and the latest context (the result, once the instance has finished): JSON viewers.
@@ -141,6 +142,7 @@ function onEventsApplied() {
   $("inst-events").textContent = String(log.lastSeq);
   page.actions.refreshFactsSoon();
   page.inspector.refreshSoon();
+  page.inspector.renderPartial(); // an attempt that ended drops its partial reply at once
 }
 
 function setConn(state, text) {
@@ -157,6 +159,14 @@ function onMessage(data, sock) {
   } else if (data.type === "event") {
     if (received.size < 20000) received.set(data.event.seq, performance.timeOrigin + performance.now());
     ingest([data.event], true);
+  } else if (data.type === "partial") {
+    // A streaming llm step's reply so far: not an event (no seq, not in the log); the reducer keeps it
+    // only while the step runs.
+    if (reducer.applyPartial(store.live, data)) {
+      partialLog.push({ node: data.node, step: data.step, chars: data.chars });
+      if (partialLog.length > 5000) partialLog.splice(0, partialLog.length - 5000);
+      page.inspector.renderPartial();
+    }
   } else if (data.type === "error") {
     sock.stopped = true;
     setConn("refused", data.message);
@@ -180,7 +190,7 @@ catchUp();
 page.actions.refreshFactsSoon();
 
 window.steadyflowLive = {
-  cy, store, paints, received, history,
+  cy, store, paints, received, history, partialLog,
   stateOf: (id) => (store.live.nodes[id] || {}).state || null,
   renderedState: page.canvas.renderedState,
   visits: (id) => (store.live.nodes[id] || {}).visits || 0,

@@ -5,13 +5,20 @@
  *   reducer.apply(state, event);                           // mutates and returns `state`
  *   reducer.replay(events, 12);                            // the state after the first 12 events
  *
- * state: {status, seq, review, nodes: {id: {state, visits}}, edges: {index: times taken}}.
+ * state: {status, seq, review, nodes: {id: {state, visits}}, edges: {index: times taken},
+ *         partials: {node id: {step, text, chars}}}.
+ * `partials` are a streaming llm step's reply so far (socket `partial` messages, applied with
+ * reducer.applyPartial; not events, never in the log): kept while the node is queued or running,
+ * dropped by the event that ends the attempt (its output then shows in the inspector).
  * `status` is what the events imply; the page lets the server's status win once it has applied as many
  * events as the server had written (live/actions.js), as some changes (a human task answered while
  * another still waits) are not spelled out by one event.
  * No DOM, no clock: the same function serves live updates, time travel and the unit tests
  * (tests/js/live-reducer.test.mjs).
  */
+
+// Node states in which a step's partial reply is shown (null: its step_started has not arrived yet).
+const STREAMING = new Set([null, "queued", "running"]);
 
 export function createReducer(tables, graphNodeIds) {
   const nodeState = tables.nodeStateByEvent;
@@ -20,7 +27,7 @@ export function createReducer(tables, graphNodeIds) {
   const known = new Set(graphNodeIds || []);
 
   function empty(status) {
-    return { nodes: {}, edges: {}, status: status || "pending", seq: 0, review: null };
+    return { nodes: {}, edges: {}, status: status || "pending", seq: 0, review: null, partials: {} };
   }
 
   function nodeOf(state, id) {
@@ -63,7 +70,21 @@ export function createReducer(tables, graphNodeIds) {
       n.visits = Math.max(n.visits, p.visit);
     }
     n.state = next;
+    if (!STREAMING.has(next)) delete state.partials[node];
     return state;
+  }
+
+  /** A partial reply for a node that is (about to be) running; false when ignored: its attempt has
+   * ended (a message that arrived after the commit) or it is older than the one shown. */
+  function applyPartial(state, msg) {
+    if (!msg || typeof msg.node !== "string" || typeof msg.text !== "string") return false;
+    const n = state.nodes[msg.node];
+    if (!STREAMING.has(n ? n.state : null)) return false;
+    const shown = state.partials[msg.node];
+    const chars = typeof msg.chars === "number" ? msg.chars : msg.text.length;
+    if (shown && shown.step === msg.step && shown.chars > chars) return false;
+    state.partials[msg.node] = { step: msg.step, text: msg.text, chars };
+    return true;
   }
 
   function replay(events, upto) {
@@ -78,7 +99,7 @@ export function createReducer(tables, graphNodeIds) {
   /** The node of an event with the compensation prefix removed (the timeline filters by it). */
   const baseNode = (id) => (id && id.startsWith(prefix) ? id.slice(prefix.length) : id || "");
 
-  return { empty, apply, replay, isFinal, baseNode };
+  return { empty, apply, applyPartial, replay, isFinal, baseNode };
 }
 
 /** {node id: state} of a state, to compare before and after an event. */

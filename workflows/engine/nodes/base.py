@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from datetime import datetime
 from typing import TYPE_CHECKING, Any, ClassVar, Protocol
@@ -97,6 +97,9 @@ class StepCall:
     subflows: Subflows | None = None  # a subworkflow node's way to its child (None outside a worker)
     # An llm node's tool rounds answered so far in this step (engine/nodes/llm_tools.py).
     tool_rounds: list[dict[str, Any]] = field(default_factory=list)
+    # Where a streaming llm node (`stream: true`) sends the reply text received so far, as it arrives
+    # (engine/llm_stream.py); the ai consumer publishes it to the live view, throttled. Never recorded.
+    on_partial: Callable[[str], None] | None = None
 
 
 @dataclass

@@ -7,7 +7,7 @@ from typing import Any, ClassVar
 
 import jsonschema
 
-from workflows.engine import limits, llm_cache, outbound, providers
+from workflows.engine import limits, llm_cache, llm_stream, outbound, providers
 from workflows.engine.errors import CircuitOpen, ConfigError, GraphIssue, ProviderError, StepError, StepTimeout
 from workflows.engine.graph import Graph, Node
 from workflows.engine.nodes import llm_tools, register
@@ -49,6 +49,9 @@ class LLM(NodeKind):
             "temperature": {"type": "number", "minimum": 0, "maximum": 2},
             "max_tokens": limits.number(1, limits.MAX_LLM_TOKENS, integer=True),
             "save_as": {"type": "string", "title": "Also store the reply text in context[...]"},
+            # Opt-in: the live view shows the reply as it arrives (engine/llm_stream.py); only the
+            # whole reply is recorded.
+            "stream": {"type": "boolean", "title": "Stream the reply to the live view"},
             # Opt-in response cache (workflows/engine/llm_cache.py): same call within ttl_s -> stored reply.
             "cache": {"type": "object", "title": "Response cache", "additionalProperties": False,
                       "required": ["ttl_s"],
@@ -72,6 +75,9 @@ class LLM(NodeKind):
                         "error": {"type": "string"},
                         "permanent": {"type": "boolean"},
                         "delay_s": limits.number(0, limits.MAX_SCRIPT_DELAY_S),
+                        # How a streaming node (`stream: true`) receives this text: in pieces.
+                        "chunk_chars": limits.number(1, limits.MAX_SCRIPT_CHUNK_CHARS, integer=True),
+                        "chunk_delay_s": limits.number(0, limits.MAX_SCRIPT_DELAY_S),
                     },
                 },
             },
@@ -164,6 +170,9 @@ class LLM(NodeKind):
             reply, delay = providers.scripted_reply(list(config.get("script") or []), call.call_index)
             if delay:
                 await asyncio.sleep(delay)
+            if _streams(call) and call.on_partial is not None:
+                entry = llm_stream.script_entry(list(config["script"]), call.call_index)
+                return await llm_stream.scripted_stream(reply, entry, call.on_partial)
             return reply
         account = call.provider
         model = str(config.get("model") or "gpt-4o-mini")
@@ -173,7 +182,9 @@ class LLM(NodeKind):
                                 f"({', '.join(account.models)})", permanent=True)
         messages = llm_tools.conversation(_messages(config, routes), call.tool_rounds)
         tools = llm_tools.openai_tools(config)
-        reply = await providers.openai_chat(
+        chat = (partial(llm_stream.openai_chat_stream, on_text=call.on_partial)
+                if _streams(call) and call.on_partial is not None else providers.openai_chat)
+        reply = await chat(
             base_url=account.base_url if account is not None else call.engine.llm_base_url,
             # The environment's provider is operator-configured, so it may be a local model server
             # (trusted, still pinned); a credential's base URL is typed by a designer, so it is checked
@@ -201,6 +212,11 @@ def provider_of(config: dict[str, Any], default: str) -> str:
         return str(provider)
     # A node that names a provider credential calls that (OpenAI-compatible) provider.
     return "openai" if config.get("credential") else default
+
+
+def _streams(call: StepCall) -> bool:
+    """The node opted in to streaming and the worker takes partial replies (the ai consumer does)."""
+    return bool(call.config.get("stream")) and call.on_partial is not None
 
 
 def _model(config: dict[str, Any]) -> str:

@@ -14,7 +14,7 @@ from __future__ import annotations
 import asyncio
 import socket
 import weakref
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from typing import Any
 
 import aiohttp
@@ -77,10 +77,14 @@ async def close_pools() -> None:
 
 async def request(method: str, url: str, *, policy: ssrf.Policy, timeout_s: float, pool: str, limit: int = 100,
                   headers: Mapping[str, str] | None = None, json: Any = None, max_bytes: int = MAX_BODY_BYTES,
-                  ssl_context: Any = True) -> Reply:
+                  ssl_context: Any = True, on_chunk: Callable[[bytes], None] | None = None) -> Reply:
     """The asyncio twin of sync_client.request (no redirects, capped body, total deadline). `pool`
     names the connection pool to share (e.g. a provider's base URL); at most `limit` requests of
-    that pool are in flight at once, and waiting for a turn counts against the deadline."""
+    that pool are in flight at once, and waiting for a turn counts against the deadline.
+
+    `on_chunk` streams a 2xx body: it is given each piece as it arrives, decoded, under the same
+    byte cap and deadline (a streamed LLM reply, engine/llm_stream.py); the Reply still holds the
+    whole body. An exception it raises ends the request."""
     seconds = clamp_timeout(timeout_s)
     ssrf.split_url(url)
     target = URL(url)
@@ -96,8 +100,11 @@ async def request(method: str, url: str, *, policy: ssrf.Policy, timeout_s: floa
                 peer = response.connection.transport.get_extra_info("peername") if (
                     response.connection and response.connection.transport) else None
                 reader = BodyReader(response.headers.get("Content-Encoding"), max_bytes)
+                sink = on_chunk if 200 <= response.status < 300 else None
                 async for chunk in response.content.iter_chunked(_CHUNK):
-                    reader.feed(chunk)
+                    data = reader.feed(chunk)
+                    if sink is not None and data:
+                        sink(data)
                 body = reader.result()
                 status = response.status
                 headers_out = [(str(k), str(v)) for k, v in response.headers.items()]

@@ -63,11 +63,14 @@ class BodyReader:
         self._parts: list[bytes] = []
         self._size = 0
 
-    def feed(self, chunk: bytes) -> None:
+    def feed(self, chunk: bytes) -> bytes:
+        """Take the next chunk; returns the bytes it decoded to (a streaming reader passes them on)."""
         self.received += len(chunk)
         if self.received > self.max_bytes:
             raise ResponseTooLarge(f"larger than {self.max_bytes} bytes")
-        self._keep(self._decode(chunk, flush=False))
+        data = self._decode(chunk, flush=False)
+        self._keep(data)
+        return data
 
     def result(self) -> bytes:
         self._keep(self._decode(b"", flush=True))
