@@ -156,6 +156,10 @@ def _webhook_path(world: World) -> str:
     hook = Webhook.objects.create(definition=world.task.version.definition)
     return f"/hooks/{SLUG}/{hook.hook_id}"
 
+# Planning with the scripted provider: its reply is the (valid) graph above; nothing is saved.
+PLAN_API = row(401, 403, 403, 200, 403, 403, 200)  # designers (a plan saves nothing: 200)
+PLAN_BODY = {"objective": "pay", "provider": "scripted", "script": [{"text": json.dumps(GRAPH)}]}
+
 
 # Every named URL of dashboard/urls.py (the admin has its own matrix below): the actions and who gets what.
 MATRIX: dict[str, list[Action]] = {
@@ -197,6 +201,7 @@ MATRIX: dict[str, list[Action]] = {
     "api-editor-version": [api("GET", lambda w: f"/api/workflows/{SLUG}/versions/1", VIEW_API)],
     "api-editor-restore": [api("POST", lambda w: f"/api/workflows/{SLUG}/versions/1/restore", DESIGN_API)],
     "api-editor-diff": [api("GET", lambda w: f"/api/workflows/{SLUG}/diff?from=1&to=1", VIEW_API)],
+    "api-editor-plan": [api("POST", lambda w: f"/api/workflows/{SLUG}/plan", PLAN_API, PLAN_BODY)],
     "api-check-expression": [api("POST", lambda w: "/api/expressions/check", VIEW_API,
                                  {"expression": "context.n > 1"})],
     "api-instance": [api("GET", lambda w: f"/api/instances/{w.task.pk}", VIEW_API)],
@@ -261,6 +266,7 @@ V1_MATRIX: dict[str, list[Action]] = {
     "save": [api("POST", lambda w: V1 + f"workflows/{SLUG}/versions", DESIGN_API,
                  {"graph": GRAPH, "message": "again", "base_version": 1})],
     "diff": [api("GET", lambda w: V1 + f"workflows/{SLUG}/diff?from=1&to=1", VIEW_API)],
+    "plan": [api("POST", lambda w: V1 + f"workflows/{SLUG}/plan", PLAN_API, PLAN_BODY)],
     "list_reviews": [api("GET", lambda w: V1 + "reviews", VIEW_API)],
     "get_review": [api("GET", lambda w: V1 + f"reviews/{w.ids['task_item']}", VIEW_API)],
     "decide": [api("POST", lambda w: V1 + f"reviews/{w.ids['task_item']}/decide", ANSWER_API, {"action": "approve"}),
