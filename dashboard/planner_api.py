@@ -13,13 +13,14 @@ from django.http import HttpRequest, JsonResponse
 
 from dashboard import permissions
 from dashboard.api import BadRequest, BodyRejected, api_view, json_body
-from dashboard.editor_api import definition_or_404
+from dashboard.editor_api import definition_or_404, graph_diff
 from workflows import planning
 from workflows.engine.planner import plan_issues_text
 
 
 def plan_json(slug: str, body: dict[str, Any]) -> dict[str, Any]:
-    """Plan for workflow `slug` from a request body; raises BadRequest (a 400 naming the nodes of an
+    """Plan for workflow `slug` from a request body ({objective, provider?, credential?, model?, script?,
+    current?}: with `current`, a graph, the answer adds `diff`, from it to the proposal); raises BadRequest (a 400 naming the nodes of an
     invalid proposal, 422 for a reply that is no graph, 502 when the provider fails)."""
     definition_or_404(slug)
     try:
@@ -29,7 +30,12 @@ def plan_json(slug: str, body: dict[str, Any]) -> dict[str, Any]:
     if plan.issues:
         raise BadRequest(f"the proposal was refused: {plan_issues_text(plan.issues)}",
                          errors=[issue.as_dict() for issue in plan.issues], graph=plan.graph, usage=plan.usage)
-    return {"graph": plan.graph, "issues": [], "usage": plan.usage}
+    answer: dict[str, Any] = {"graph": plan.graph, "issues": [], "usage": plan.usage}
+    current = body.get("current")
+    if isinstance(current, dict):
+        # The editor previews the proposal as a diff against its canvas (the versions dialog's shape).
+        answer["diff"] = graph_diff(current, plan.graph)
+    return answer
 
 
 def _request_object(request: HttpRequest) -> dict[str, Any]:

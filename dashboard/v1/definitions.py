@@ -119,6 +119,7 @@ class PlanIn(Schema):
     model: str | None = Field(None, max_length=200)
     script: list[dict[str, Any]] | None = Field(None, description="The scripted provider's replies (tests, "
                                                                  "offline demos): the first's `text` is the graph.")
+    current: dict[str, Any] | None = Field(None, description="A graph to diff the proposal against (`diff`).")
 
 
 @router.post("/workflows/{slug}/plan", response=dict[str, Any], summary="Plan a graph with an LLM")

@@ -89,7 +89,10 @@ def test_editor_plan_endpoint(people: dict[str, User]) -> None:
     url = "/api/workflows/orders/plan"
     designer = session_for(people["designer"])
     response = post(designer, url, scripted(PLAN))
-    assert response.status_code == 200 and response.json()["graph"] == PLAN
+    assert response.status_code == 200 and response.json()["graph"] == PLAN and "diff" not in response.json()
+    # With the canvas's graph, the answer says what the proposal changes (the versions dialog's shape).
+    diff = post(designer, url, {**scripted(PLAN), "current": SIMPLE}).json()["diff"]
+    assert diff["nodes"]["added"] == ["done", "lookup"] and diff["nodes"]["removed"] == ["end", "nap"]
     cyclic = json.loads(json.dumps(PLAN))
     cyclic["edges"].append({"source": "lookup", "target": "lookup"})
     refused = post(designer, url, scripted(cyclic))
