@@ -20,8 +20,9 @@ from workflows.engine.planner import plan_issues_text
 
 def plan_json(slug: str, body: dict[str, Any]) -> dict[str, Any]:
     """Plan for workflow `slug` from a request body ({objective, provider?, credential?, model?, script?,
-    current?}: with `current`, a graph, the answer adds `diff`, from it to the proposal); raises BadRequest (a 400 naming the nodes of an
-    invalid proposal, 422 for a reply that is no graph, 502 when the provider fails)."""
+    current?}: with `current`, a graph, the answer adds `diff`, from it to the proposal). Raises
+    BadRequest: 400 naming the nodes of an invalid proposal, 422 for a reply that is no graph, 502 when
+    the provider fails."""
     definition_or_404(slug)
     try:
         plan = planning.propose(planning.request_from(body))
