@@ -22,6 +22,7 @@ from workflows.engine import breaker as breaker_logic
 from workflows.engine.nodes import known_kinds
 from workflows.engine.statuses import InstanceStatus, StepStatus
 from workflows.models import BreakerState, ReviewItem, ReviewStatus, StepRun, WorkflowInstance
+from workflows.runtime.subflows import child_kinds
 
 log = logging.getLogger("steadyflow.dashboard")
 
@@ -74,9 +75,10 @@ def step_json(step: StepRun, child: dict[str, Any] | None = None) -> dict[str, A
 
 
 def child_links(steps: list[StepRun]) -> dict[int, dict[str, Any]]:
-    """The latest child instance of each subworkflow step (the inspector links to it), with the open
+    """The latest child instance of each subworkflow (or planner) step (the inspector links to it), with the open
     review items that halt it: a child's halt shows on its parent's page."""
-    ids = [s.pk for s in steps if s.node_type == "subworkflow"]
+    kinds = child_kinds()
+    ids = [s.pk for s in steps if s.node_type in kinds]
     if not ids:
         return {}
     latest: dict[int, WorkflowInstance] = {}
