@@ -93,9 +93,13 @@ def child_links(steps: list[StepRun]) -> dict[int, dict[str, Any]]:
                                           status=ReviewStatus.OPEN).order_by("id"):
         reviews.setdefault(item.instance_id, []).append(
             {"id": item.pk, "reason": item.reason, "url": reverse("review-detail", args=[item.pk])})
+    planners = {s.pk for s in steps if s.node_type == "planner"}
     return {step_id: {"id": c.pk, "url": reverse("instance", args=[c.pk]), "status": c.status,
                       "workflow": c.version.definition.slug, "version": c.version.number,
-                      "children": counts[step_id], "reviews": reviews.get(c.pk, [])}
+                      "children": counts[step_id], "reviews": reviews.get(c.pk, []),
+                      # A planner's child runs the plan it recorded: the editor shows it read-only.
+                      **({"plan_url": reverse("workflow-editor", args=[c.version.definition.slug])
+                          + f"?version={c.version.number}"} if step_id in planners else {})}
             for step_id, c in latest.items()}
 
 

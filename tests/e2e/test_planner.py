@@ -83,3 +83,41 @@ def test_plan_preview_accept_and_save(page: Any, make_user: Any, login: Any) -> 
     assert [(e["source"], e["target"]) for e in saved.graph["edges"]] == [("start", "tidy"), ("tidy", "end")]
     assert {n["id"]: n.get("config") for n in saved.graph["nodes"]}["tidy"] == {"function": "noop"}
     assert page.js_errors == []
+
+
+def test_the_inspector_links_a_planner_step_to_its_plan_and_child(
+        page: Any, login: Any, make_user: Any, redis_conn: Any, monkeypatch: pytest.MonkeyPatch) -> None:
+    from tests.conftest import chain
+    from workflows import dispatch, runtime
+    from workflows.definitions import save_version
+    from workflows.models import StepRun, WorkflowInstance
+
+    # The planner step run by hand in this process (dispatch captured): it plans, records the plan and
+    # starts the child, which waits for its person.
+    monkeypatch.setattr(dispatch, "enqueue_steps", lambda items, **options: len(items))
+    plan = chain({"id": "ask", "type": "human", "config": {"prompt": "ok?"}})
+    version = save_version("mom", chain({"id": "plan", "type": "planner", "config": {
+        "objective": "ask someone", "provider": "scripted", "script": [{"text": json.dumps(plan)}]}}))
+    parent = runtime.start_instance(version, {})
+    claim = runtime.claim_step(StepRun.objects.get(instance=parent, node_id="plan").pk, "w1")
+    assert claim is not None
+    runtime.finish_step(claim, runtime.Outcome(result=claim.kind.run(runtime.build_call(claim))))
+    parent.refresh_from_db()
+    child = WorkflowInstance.objects.get(parent_step__instance=parent)
+    login(page, make_user("olga", "operators"))
+
+    page.goto(f"/instances/{parent.pk}/")
+    page.wait_for_function(f"() => window.steadyflowLive && steadyflowLive.store.lastSeq >= {parent.event_seq}")
+    pos = page.evaluate("() => steadyflowLive.cy.getElementById('plan').renderedPosition()")
+    box = page.locator("#cy").bounding_box()
+    page.mouse.click(box["x"] + pos["x"], box["y"] + pos["y"])
+    page.locator("#insp-runs a.child-instance").wait_for()
+    text = page.locator("#insp-runs p.child-link").inner_text()
+    assert text.startswith("Planned sub-workflow: instance") and "(mom--plan-plan v1, waiting)" in text
+    assert page.locator("#insp-runs a.child-instance").get_attribute("href") == f"/instances/{child.pk}/"
+    plan_link = page.locator("#insp-runs a.child-plan")
+    assert plan_link.get_attribute("href") == "/workflows/mom--plan-plan/edit/?version=1"
+    plan_link.click()
+    page.wait_for_selector("#editor[data-ready=true]")
+    assert [n["id"] for n in page.evaluate("() => SteadyflowEditor.graph()")["nodes"]] == ["start", "ask", "end"]
+    assert page.js_errors == []
