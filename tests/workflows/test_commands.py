@@ -55,14 +55,14 @@ def command_error(*args: str) -> str:
 # --- load_examples ----------------------------------------------------------------------------------
 
 @pytest.mark.django_db
-def test_load_examples_prints_the_five_slugs_and_skips_unchanged_graphs():
+def test_load_examples_prints_the_six_slugs_and_skips_unchanged_graphs():
     first = run("load_examples").splitlines()
     assert {line.split()[0] for line in first} == EXAMPLE_SLUGS
     assert all(line.split()[1] == "v1" for line in first)
     again = run("load_examples").splitlines()
     assert {line.split()[0] for line in again} == EXAMPLE_SLUGS
     assert all(line.endswith("v1 (unchanged)") for line in again)
-    assert WorkflowDefinition.objects.count() == 5
+    assert WorkflowDefinition.objects.count() == len(EXAMPLE_SLUGS)
     assert all(d.versions.count() == 1 for d in WorkflowDefinition.objects.all())
 
 
