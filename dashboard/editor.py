@@ -184,6 +184,7 @@ def editor(request: HttpRequest, slug: str) -> HttpResponse:
             "versions": reverse("api-editor-versions", args=[slug]),
             "version": reverse("api-editor-version", args=[slug, 0]).rsplit("/0", 1)[0] + "/",
             "diff": reverse("api-editor-diff", args=[slug]),
+            "plan": reverse("api-editor-plan", args=[slug]),
             "checkExpression": reverse("api-check-expression"),
             "testNode": reverse("api-editor-test-node", args=[slug, "__node__"]),
             "functions": reverse("api-functions"),

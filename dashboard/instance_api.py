@@ -22,6 +22,7 @@ from workflows.engine import breaker as breaker_logic
 from workflows.engine.nodes import known_kinds
 from workflows.engine.statuses import InstanceStatus, StepStatus
 from workflows.models import BreakerState, ReviewItem, ReviewStatus, StepRun, WorkflowInstance
+from workflows.runtime.subflows import child_kinds
 
 log = logging.getLogger("steadyflow.dashboard")
 
@@ -74,9 +75,10 @@ def step_json(step: StepRun, child: dict[str, Any] | None = None) -> dict[str, A
 
 
 def child_links(steps: list[StepRun]) -> dict[int, dict[str, Any]]:
-    """The latest child instance of each subworkflow step (the inspector links to it), with the open
+    """The latest child instance of each subworkflow (or planner) step (the inspector links to it), with the open
     review items that halt it: a child's halt shows on its parent's page."""
-    ids = [s.pk for s in steps if s.node_type == "subworkflow"]
+    kinds = child_kinds()
+    ids = [s.pk for s in steps if s.node_type in kinds]
     if not ids:
         return {}
     latest: dict[int, WorkflowInstance] = {}
@@ -91,9 +93,13 @@ def child_links(steps: list[StepRun]) -> dict[int, dict[str, Any]]:
                                           status=ReviewStatus.OPEN).order_by("id"):
         reviews.setdefault(item.instance_id, []).append(
             {"id": item.pk, "reason": item.reason, "url": reverse("review-detail", args=[item.pk])})
+    planners = {s.pk for s in steps if s.node_type == "planner"}
     return {step_id: {"id": c.pk, "url": reverse("instance", args=[c.pk]), "status": c.status,
                       "workflow": c.version.definition.slug, "version": c.version.number,
-                      "children": counts[step_id], "reviews": reviews.get(c.pk, [])}
+                      "children": counts[step_id], "reviews": reviews.get(c.pk, []),
+                      # A planner's child runs the plan it recorded: the editor shows it read-only.
+                      **({"plan_url": reverse("workflow-editor", args=[c.version.definition.slug])
+                          + f"?version={c.version.number}"} if step_id in planners else {})}
             for step_id, c in latest.items()}
 
 

@@ -149,7 +149,8 @@ def for_node(node: Node, raw_keys: frozenset[str]) -> tuple[engine_secrets.Secre
     database only when the node references a credential."""
     config = node.config
     names = engine_secrets.references({k: v for k, v in config.items() if k not in raw_keys})
-    provider_name = config.get("credential") if node.type == "llm" else None
+    # The nodes that call an LLM provider themselves: llm, and planner (engine/nodes/planner.py).
+    provider_name = config.get("credential") if node.type in ("llm", "planner") else None
     if not names and not provider_name:
         return None, None
     rows = {row.name: row for row in Credential.objects.filter(name__in=[*names, *([provider_name] if provider_name

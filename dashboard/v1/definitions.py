@@ -6,7 +6,7 @@ version_or_404, save_new_version, graph_diff and the shapes version_summary and 
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, Literal
 
 from django.db.models import Count
 from django.http import HttpRequest
@@ -22,6 +22,7 @@ from dashboard.editor_api import (
     version_or_404,
     version_summary,
 )
+from dashboard.planner_api import plan_json
 from dashboard.v1.auth import need
 from workflows.credentials import validate as validate_graph  # the graph checks plus credential names
 from workflows.models import WorkflowDefinition
@@ -108,3 +109,22 @@ def diff(request: HttpRequest, slug: str, query: Query[DiffQuery]) -> dict[str, 
     definition = definition_or_404(slug)
     old, new = version_or_404(definition, query.from_), version_or_404(definition, query.to)
     return {"from": old.number, "to": new.number, **graph_diff(old.graph, new.graph)}
+
+
+class PlanIn(Schema):
+    objective: str = Field(min_length=1, max_length=4000, description="What the workflow should do.")
+    provider: Literal["openai", "scripted"] | None = Field(
+        None, description="openai or scripted (default: the credential's, else the deployment's)")
+    credential: str | None = Field(None, max_length=64, description="An LLM provider credential's name.")
+    model: str | None = Field(None, max_length=200)
+    script: list[dict[str, Any]] | None = Field(None, description="The scripted provider's replies (tests, "
+                                                                 "offline demos): the first's `text` is the graph.")
+    current: dict[str, Any] | None = Field(None, description="A graph to diff the proposal against (`diff`).")
+
+
+@router.post("/workflows/{slug}/plan", response=dict[str, Any], summary="Plan a graph with an LLM")
+def plan(request: HttpRequest, slug: str, body: PlanIn) -> dict[str, Any]:
+    """Propose a graph for `objective` ({graph, issues, usage}); nothing is saved. A proposal that does
+    not validate is refused (400) with `errors` naming each problem's node."""
+    need(request, "design", VIEW, permissions.SAVE_VERSION)
+    return plan_json(slug, body.dict())

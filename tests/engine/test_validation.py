@@ -51,9 +51,10 @@ def test_every_example_graph_validates(path: Path) -> None:
     assert [i.as_dict() for i in validate_graph(data)] == []
 
 
-def test_there_are_five_example_graphs() -> None:
+def test_there_are_seven_example_graphs() -> None:
     assert sorted(p.stem for p in EXAMPLES.glob("*.json")) == [
-        "react_agent", "refund_saga", "research_agent", "research_report", "seed_loop", "support_desk"]
+        "planner_demo", "react_agent", "refund_saga", "research_agent", "research_report", "seed_loop",
+        "support_desk"]
 
 
 def test_ensure_valid_raises_with_every_issue() -> None:

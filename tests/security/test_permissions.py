@@ -177,6 +177,10 @@ def _webhook_path(world: World) -> str:
     hook = Webhook.objects.create(definition=world.task.version.definition)
     return f"/hooks/{SLUG}/{hook.hook_id}"
 
+# Planning with the scripted provider: its reply is the (valid) graph above; nothing is saved.
+PLAN_API = row(401, 403, 403, 200, 403, 403, 200)  # designers (a plan saves nothing: 200)
+PLAN_BODY = {"objective": "pay", "provider": "scripted", "script": [{"text": json.dumps(GRAPH)}]}
+
 
 # Every named URL of dashboard/urls.py (the admin has its own matrix below): the actions and who gets what.
 MATRIX: dict[str, list[Action]] = {
@@ -221,6 +225,7 @@ MATRIX: dict[str, list[Action]] = {
     # Testing a node runs its handler (an http node calls out): designers only; nothing is stored.
     "api-editor-test-node": [api("POST", lambda w: f"/api/workflows/{SLUG}/nodes/pick/test",
                                  row(401, 403, 403, 200, 403, 403, 200), ROUTED)],
+    "api-editor-plan": [api("POST", lambda w: f"/api/workflows/{SLUG}/plan", PLAN_API, PLAN_BODY)],
     "api-check-expression": [api("POST", lambda w: "/api/expressions/check", VIEW_API,
                                  {"expression": "context.n > 1"})],
     "api-instance": [api("GET", lambda w: f"/api/instances/{w.task.pk}", VIEW_API)],
@@ -286,6 +291,7 @@ V1_MATRIX: dict[str, list[Action]] = {
     "save": [api("POST", lambda w: V1 + f"workflows/{SLUG}/versions", DESIGN_API,
                  {"graph": GRAPH, "message": "again", "base_version": 1})],
     "diff": [api("GET", lambda w: V1 + f"workflows/{SLUG}/diff?from=1&to=1", VIEW_API)],
+    "plan": [api("POST", lambda w: V1 + f"workflows/{SLUG}/plan", PLAN_API, PLAN_BODY)],
     "list_reviews": [api("GET", lambda w: V1 + "reviews", VIEW_API)],
     "get_review": [api("GET", lambda w: V1 + f"reviews/{w.ids['task_item']}", VIEW_API)],
     "decide": [api("POST", lambda w: V1 + f"reviews/{w.ids['task_item']}/decide", ANSWER_API, {"action": "approve"}),

@@ -174,7 +174,7 @@ def build_call(claim: Claim, now: datetime | None = None) -> StepCall:
         trace_id=step_traceparent(inst.trace_id, claim.step.pk, claim.step.attempt),
         activated_at=claim.step.created_at, engine=engine_config(), call_index=call_index, breaker=gate,
         secrets=scope, provider=account, cache=response_cache, tool_rounds=rounds,
-        subflows=subflows.StepSubflows(claim) if node.type == subflows.NODE_TYPE else None,
+        subflows=subflows.StepSubflows(claim) if claim.kind.starts_children else None,
     )
     claim.call = call
     return call

@@ -25,13 +25,17 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
 
+from django.db import transaction
+from django.db.models import Max
 from django.utils import timezone
+from django.utils.text import slugify
 
 from workflows import store as stores
 from workflows.engine.errors import ExpressionError, PayloadTooLarge, PermanentStepError, StepError
 from workflows.engine.inputs import InputInvalid
-from workflows.engine.nodes import get_kind
-from workflows.engine.nodes.base import ChildRun
+from workflows.engine.nodes import get_kind, known_kinds
+from workflows.engine.nodes.base import ChildRun, RecordedPlan
+from workflows.engine.planner import plan_issues_text
 from workflows.engine.statuses import INSTANCE_ACTIVE, InstanceStatus, StepStatus
 from workflows.models import StepRun, WorkflowDefinition, WorkflowInstance, WorkflowVersion
 from workflows.runtime import transitions as tx
@@ -42,6 +46,7 @@ from workflows.runtime.unit import UnitOfWork
 log = logging.getLogger("steadyflow.runtime")
 
 NODE_TYPE = "subworkflow"
+PLAN_MESSAGE = "plan of step {key}"  # how a planner step finds the plan it recorded (RecordedPlan)
 # A child in one of these no longer runs for its parent step: its end fails the step.
 CHILD_FAILED = frozenset({InstanceStatus.FAILED, InstanceStatus.CANCELLED, InstanceStatus.COMPENSATING,
                           InstanceStatus.COMPENSATED})
@@ -56,6 +61,11 @@ class ParentLink:
 
     step_id: int
     depth: int
+
+
+def child_kinds() -> frozenset[str]:
+    """The node types whose steps start children and wait for them: subworkflow, planner."""
+    return frozenset(name for name, kind in known_kinds().items() if kind.starts_children)
 
 
 def depth_of(instance: WorkflowInstance) -> int:
@@ -112,6 +122,60 @@ class StepSubflows:
             raise PermanentStepError(f"sub-workflow '{workflow}' refused its input: {exc}") from None
         return as_child_run(child)
 
+    # --- A planner step's plan (engine/nodes/planner.py) ------------------------------------------
+
+    def plan_slug(self) -> str:
+        """The hidden definition a planner node's plans are saved under: `<parent-slug>--plan-<node>`."""
+        parent = WorkflowVersion.objects.select_related("definition").only("definition__slug").get(
+            pk=self.claim.instance.version_id).definition.slug
+        node = slugify(self.claim.step.node_id.replace("_", "-"))
+        return f"{parent}--plan-{node}"[:100]
+
+    def remaining(self) -> dict[str, float | int | None]:
+        inst = self.claim.instance
+        budget_tokens = inst.state.get("budget_tokens")
+        return {
+            "budget_usd": (float(inst.budget_usd) - float(inst.cost_usd)) if inst.budget_usd is not None else None,
+            "budget_tokens": (int(budget_tokens) - int(inst.tokens)) if budget_tokens is not None else None,
+            "max_transitions": int(inst.max_transitions) - int(inst.loop_count),
+        }
+
+    def recorded_plan(self) -> RecordedPlan | None:
+        message = PLAN_MESSAGE.format(key=self.claim.step.idempotency_key)
+        found = (WorkflowVersion.objects.filter(definition__slug=self.plan_slug(), message=message)
+                 .order_by("-number").first())
+        if found is None:
+            return None
+        planned = found.graph.get("planned") if isinstance(found.graph, dict) else None
+        usage = planned.get("usage") if isinstance(planned, dict) else None
+        return RecordedPlan(workflow=self.plan_slug(), version=found.number, graph=found.graph,
+                            usage=dict(usage) if isinstance(usage, dict) else {})
+
+    def record_plan(self, graph: dict[str, Any], usage: dict[str, Any], objective: str) -> RecordedPlan:
+        from workflows.credentials import validate
+
+        issues = validate(graph)
+        if issues:
+            listed = plan_issues_text(issues)
+            raise PermanentStepError(f"node '{self.claim.step.node_id}': the plan was refused: {listed}",
+                                     details={"plan": graph, "issues": [i.as_dict() for i in issues]})
+        step = self.claim.step
+        # What the plan's own page says of it: who planned it, for what, at what cost.
+        recorded = {**graph, "planned": {"instance": self.claim.instance.pk, "node": step.node_id,
+                                         "visit": step.visit, "objective": objective[:500], "usage": usage}}
+        slug = self.plan_slug()
+        with transaction.atomic():
+            # Saved here, not with definitions.save_version: that one refuses a slug with "--", which is
+            # what keeps a designer's workflow from ever sharing this generated one's name. Hidden
+            # (archived): started only by its step. Validated above (no subworkflow can be in a plan).
+            definition, _ = WorkflowDefinition.objects.select_for_update().get_or_create(
+                slug=slug, defaults={"name": f"Plans of {step.node_id}", "archived": True,
+                                     "description": "Graphs a planner node proposed (generated)."})
+            latest = definition.versions.aggregate(n=Max("number"))["n"] or 0
+            version = WorkflowVersion.objects.create(definition=definition, number=latest + 1, graph=recorded,
+                                                     message=PLAN_MESSAGE.format(key=step.idempotency_key))
+        return RecordedPlan(workflow=slug, version=version.number, graph=version.graph, usage=usage)
+
 
 # --- Deciding on the parent (its instance locked) ----------------------------------------------------
 
@@ -154,7 +218,7 @@ def settle(uow: UnitOfWork, step: StepRun, claim: Claim, child: WorkflowInstance
 def waits_on_child(step: StepRun) -> bool:
     """A pending subworkflow step whose latest child still runs (not one a halt parked before it
     started a child, or after its child ended)."""
-    if step.node_type != NODE_TYPE or step.pk is None:
+    if step.node_type not in child_kinds() or step.pk is None:
         return False
     latest = WorkflowInstance.objects.filter(parent_step_id=step.pk).order_by("-id").values_list(
         "status", flat=True).first()
@@ -238,7 +302,7 @@ def compensate_children(step_ids: list[int], now: datetime | None = None) -> int
 def reconcile(now: datetime) -> int:
     """The reconciler's pass: parked subworkflow steps whose latest child ended are settled (an
     effect lost with its process), and children whose parent step is no longer open are cancelled."""
-    ended = (StepRun.objects.filter(status=StepStatus.PENDING, node_type=NODE_TYPE, due_at__isnull=True,
+    ended = (StepRun.objects.filter(status=StepStatus.PENDING, node_type__in=child_kinds(), due_at__isnull=True,
                                     instance__status__in=INSTANCE_ACTIVE, child_instances__status__in=CHILD_ENDED)
              .exclude(child_instances__status__in=CHILD_ALIVE).values_list("pk", flat=True).distinct()[:BATCH])
     done = sum(1 for pk in list(ended) if settle_parent_step(pk, now))

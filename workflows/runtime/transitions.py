@@ -363,7 +363,7 @@ def cancel_open_steps(uow: UnitOfWork, reason: str) -> None:
     for step in steps_of(uow, STEP_OPEN):
         uow.update_step(step, status=StepStatus.CANCELLED, finished_at=uow.now, lease_token="", lease_until=None)
         uow.event("step_cancelled", step.node_id, step, reason=reason)
-        if step.node_type == subflows.NODE_TYPE and step.pk is not None:
+        if step.node_type in subflows.child_kinds() and step.pk is not None:
             waiting_on_children.append(step.pk)
     if waiting_on_children:
         # A cancelled sub-workflow step cancels its child (after this commit; the reconciler too).
@@ -455,8 +455,8 @@ def resume(uow: UnitOfWork, *, goto: str | None = None, note: str = "") -> None:
         uow.event("instance_resumed", compensation=True, unparked=[s.node_id for s in parked], note=note)
         return
     waiting = bool(steps_of(uow, [StepStatus.PENDING], node_types=person_kinds())) or any(
-        subflows.waits_on_child(step) for step in steps_of(uow, [StepStatus.PENDING], node_types=[subflows.NODE_TYPE],
-                                                           parked_only=True))
+        subflows.waits_on_child(step)
+        for step in steps_of(uow, [StepStatus.PENDING], node_types=list(subflows.child_kinds()), parked_only=True))
     uow.set_instance(status=InstanceStatus.WAITING if waiting else InstanceStatus.RUNNING, halt_reason="",
                      error=None, state=state)
     if inst.deadline and inst.deadline <= uow.now:
@@ -490,7 +490,7 @@ def start_compensation(uow: UnitOfWork) -> bool:
     succeeded = steps_of(uow, [StepStatus.SUCCEEDED])
     from workflows.runtime import subflows
 
-    parents = [step.pk for step in succeeded if step.node_type == subflows.NODE_TYPE and step.pk is not None]
+    parents = [step.pk for step in succeeded if step.node_type in subflows.child_kinds() and step.pk is not None]
     if parents:
         # The children these steps completed compensate too (their own `compensate` actions), after
         # this commit and alongside this instance's compensations; README, Sub-workflows.

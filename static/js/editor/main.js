@@ -5,7 +5,8 @@
  * Modules: context.js (the editor's state), model.js (the graph model and history, pure),
  * canvas.js (cytoscape adapter and edits), handle.js (drawing edges), palette.js, forms.js (fields
  * from JSON Schema), panel.js (the side panel), validation.js, versions.js (save, versions, diff,
- * restore), io.js (import, export, run), toolbar.js (buttons, banner, keyboard).
+ * restore), io.js (import, export, run), toolbar.js (buttons, banner, keyboard), planner.js ("Plan with
+ * AI": an LLM's proposal previewed as a diff, then accepted or discarded).
  */
 
 import * as G from "../lib/graph.js";
@@ -18,6 +19,7 @@ import { setupHandle } from "./handle.js";
 import { buildPalette } from "./palette.js";
 import { renderPanel } from "./panel.js";
 import { bindToolbar, showBanner, toast } from "./toolbar.js";
+import { bindPlanner } from "./planner.js";
 
 function starterGraph() {
   return { nodes: [{ id: "start", type: "start", position: { x: 0, y: 0 } },
@@ -72,6 +74,7 @@ async function init() {
   cy.on("dragfree add remove", debounce(() => G.routeEdges(cy), 0));
   state.history = new History(snapshot());
   bindToolbar();
+  if (!state.readOnly) bindPlanner();
   buildPalette();
   showBanner();
   document.body.classList.toggle("editor-readonly", state.readOnly);

@@ -64,6 +64,8 @@ export function showBanner() {
 }
 
 function onKey(e) {
+  // While a plan is previewed only its Accept and Discard act (static/js/editor/planner.js).
+  if (document.body.classList.contains("plan-previewing")) return;
   const cy = view.cy;
   const tag = (e.target.tagName || "").toLowerCase();
   const typing = tag === "input" || tag === "textarea" || tag === "select" || e.target.isContentEditable;

@@ -129,10 +129,12 @@ export function createInspector(page) {
 
   // A subworkflow step's child instance (server-provided: dashboard/instance_api.py child_links),
   // with the review items that halt it.
+  // A planner's child runs its plan: `plan_url` opens the recorded plan in the editor (read-only).
   function childLink(child) {
-    return el("p", { class: "child-link" }, "Sub-workflow: ",
+    return el("p", { class: "child-link" }, child.plan_url ? "Planned sub-workflow: " : "Sub-workflow: ",
       el("a", { href: child.url, class: "child-instance" }, "instance " + child.id),
       " (" + child.workflow + " v" + child.version + ", " + child.status + ")",
+      child.plan_url ? [" · ", el("a", { href: child.plan_url, class: "child-plan" }, "the plan")] : null,
       child.reviews.map((r) => [" · ", el("a", { href: r.url, class: "error child-review" }, "review: " + r.reason)]));
   }
 

@@ -44,10 +44,33 @@ class ChildRun:
     cost_usd: float = 0.0
 
 
+@dataclass(frozen=True)
+class RecordedPlan:
+    """A planner step's plan, saved as a (hidden) workflow version before its child starts, so a step
+    that runs again finds it instead of asking the model again (engine/nodes/planner.py)."""
+
+    workflow: str
+    version: int
+    graph: dict[str, Any]
+    usage: dict[str, Any] = field(default_factory=dict)  # the planning call's tokens and cost
+
+
 class Subflows(Protocol):
-    """How a subworkflow node starts its child; storage lives outside the engine (runtime/subflows.py)."""
+    """How a subworkflow (or planner) node starts its child; storage lives outside the engine
+    (runtime/subflows.py)."""
 
     depth: int  # the calling instance's depth: 0 for a top-level instance
+
+    def remaining(self) -> dict[str, float | int | None]:
+        """What the calling instance has left: `budget_usd`, `budget_tokens`, `max_transitions` (None:
+        unbounded); a planned child is given no more."""
+
+    def recorded_plan(self) -> RecordedPlan | None:
+        """The plan this step (this visit) recorded earlier, or None."""
+
+    def record_plan(self, graph: dict[str, Any], usage: dict[str, Any], objective: str) -> RecordedPlan:
+        """Validate `graph` (with credential names) and save it as this step's plan; raises
+        PermanentStepError naming the plan's nodes when it is invalid."""
 
     def child(self, workflow: str, version: int | None, start_input: dict[str, Any]) -> ChildRun:
         """The step's current child: the latest one it started when that one is still active or
@@ -125,6 +148,8 @@ class NodeKind:
     is_async: ClassVar[bool] = False
     # Activation creates a task for a person (the review queue) instead of a job for a worker.
     awaits_person: ClassVar[bool] = False
+    # Starts a child instance and waits for it without a worker (runtime/subflows.py): subworkflow, planner.
+    starts_children: ClassVar[bool] = False
     # Keys of config left as written (not template-rendered) before the handler sees them.
     raw_config_keys: ClassVar[frozenset[str]] = frozenset()
     label: ClassVar[str] = ""

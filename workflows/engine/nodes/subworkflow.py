@@ -34,6 +34,7 @@ class Subworkflow(NodeKind):
     """Runs another workflow (latest or pinned version) as a child instance and takes its result."""
 
     name = "subworkflow"
+    starts_children = True
     label = "Sub-workflow"
     icon = "⧉"
     color = "#0d9488"
