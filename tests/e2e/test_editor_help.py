@@ -8,6 +8,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from playwright.sync_api import expect
 
 from tests.e2e.test_editor import click_node, edge_midpoint, graph, open_editor
 
@@ -61,7 +62,8 @@ def test_the_function_picker_fills_a_python_nodes_function(page: Any, make_user:
     open_editor(page, "/workflows/tools/edit/")
     click_node(page, "tool")
     row = page.locator(".field[data-path='config.function']")
-    assert row.locator(".fn-doc").text_content() == docs["noop"].split("\n")[0]
+    # The docstrings come from /api/functions, fetched once the panel is open: wait for them.
+    expect(row.locator(".fn-doc")).to_have_text(docs["noop"].split("\n")[0])
 
     row.locator(".fn-picker summary").click()
     row.locator(".fn-choice").first.wait_for()
