@@ -103,7 +103,7 @@ def new_step(uow: UnitOfWork, node_id: str, *, claim_for: str | None = None, tok
     step = StepRun(
         instance_id=inst.pk, node_id=node_id, node_type=node.type, visit=visit, queue=queue_for(node, kind),
         idempotency_key=f"{inst.pk}:{node_id}:{visit}", trace_id=inst.trace_id, created_at=uow.now,
-        due_at=uow.now, status=StepStatus.QUEUED,
+        due_at=uow.now, status=StepStatus.QUEUED, priority=node.priority or inst.priority,
     )
     if kind.structural:
         step.status = StepStatus.SUCCEEDED
@@ -192,7 +192,9 @@ def activate(uow: UnitOfWork, nodes: list[str], *, inline_queue: str | None = No
     candidates = [n for n in nodes if not get_kind(graph.nodes[n].type).structural]
     limit = graph.settings.max_concurrency
     active = len(steps_of(uow, ACTIVE)) if limit else 0
-    for node_id in nodes:
+    # Ready branches longest remaining path first: their steps get ids, queue places and (with
+    # max_concurrency) slots in that order, so with few workers the critical path starts first.
+    for node_id in graph.critical_first(nodes):
         node = graph.nodes[node_id]
         kind = get_kind(node.type)
         if kind.structural:
