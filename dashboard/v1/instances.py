@@ -10,7 +10,7 @@ from __future__ import annotations
 import base64
 import binascii
 from datetime import UTC, datetime
-from typing import Any
+from typing import Any, Literal
 
 from django.http import HttpRequest
 from ninja import Field, Header, Query, Router, Schema, Status
@@ -30,12 +30,19 @@ VIEW = permissions.VIEW_INSTANCES
 PAGE_MOST = 200
 
 
+Priority = Literal["high", "normal", "low"]
+PRIORITY_DOC = ("high, normal or low: high work is taken before normal, normal before low, and low is "
+                "never starved (README, Priorities).")
+
+
 class StartIn(Schema):
     input: dict[str, Any] = Field(default_factory=dict, description="The start input (the initial context).")
+    priority: Priority = Field("normal", description=PRIORITY_DOC)
 
 
 class StartManyIn(Schema):
     inputs: list[dict[str, Any]] = Field(min_length=1, max_length=1000)
+    priority: Priority = Field("normal", description=PRIORITY_DOC + " One for every instance started.")
     idempotency_keys: list[str | None] | None = Field(
         None, description="One key (or null) per input; a key used before returns that instance.")
 
@@ -67,7 +74,7 @@ def start(request: HttpRequest, slug: str, body: StartIn,
     """Start the workflow's latest version. A repeated `Idempotency-Key` (per workflow) answers the
     instance the first request started instead of starting another."""
     need(request, "run", permissions.START)
-    instance = start_workflow(slug, [body.input], [idempotency_key or None], request.user)[0]
+    instance = start_workflow(slug, [body.input], [idempotency_key or None], request.user, body.priority)[0]
     return Status(201, instance_json(instance))
 
 
@@ -79,7 +86,7 @@ def start_many(request: HttpRequest, slug: str, body: StartManyIn) -> Status[dic
     if keys is not None and len(keys) != len(body.inputs):
         raise Problem(422, "one idempotency key (or null) per input",
                       [{"field": "body.idempotency_keys", "message": f"expected {len(body.inputs)} keys"}])
-    instances = start_workflow(slug, body.inputs, keys, request.user)
+    instances = start_workflow(slug, body.inputs, keys, request.user, body.priority)
     return Status(201, {"instances": [instance_json(instance) for instance in instances]})
 
 

@@ -22,7 +22,7 @@ GRAPHS = Path(__file__).parent / "graphs"
 GREETING = GRAPHS / "greeting.json"
 EXAMPLE_SLUGS = {"react-agent", "refund-saga", "industry-report", "hallucination-loop", "support-desk"}
 SUMMARY_KEYS = {"instance", "workflow", "version", "status", "reason", "error", "steps", "loop_count", "tokens",
-                "cost_usd", "trace_id", "context"}
+                "cost_usd", "trace_id", "priority", "context"}
 
 
 def run(*args: str, **options: Any) -> str:
