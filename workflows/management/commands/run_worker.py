@@ -16,7 +16,8 @@ log = logging.getLogger("steadyflow.worker")
 
 class Command(BaseCommand):
     help = ("Run a worker for one or more queues. The `ai` queue gets the asyncio consumer that keeps many "
-            "LLM calls in flight; `io` and `default` get an RQ worker.")
+            "LLM calls in flight; `io` and `default` get an RQ worker. Each queue is served at every priority "
+            "(`default:high`, `default`, `default:low`): high first, low never starved.")
 
     def add_arguments(self, parser: Any) -> None:
         parser.add_argument("queues", nargs="+", choices=QUEUES)
