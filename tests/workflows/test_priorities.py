@@ -113,3 +113,18 @@ def test_the_worker_order_hook_is_rqs():
     # workers._FairPriorities overrides reorder_queues and sets RQ's private dequeue order.
     assert list(inspect.signature(BaseWorker.reorder_queues).parameters) == ["self", "reference_queue"]
     assert "_ordered_queues" in inspect.getsource(BaseWorker.dequeue_job_and_maintain_ttl)
+
+
+def test_inline_continuation_keeps_to_one_priority(redis_conn: Any) -> None:
+    # a -> b on the same kind: b runs inline after a (one job) only at a's priority; at another it
+    # waits on its own queue.
+    import django_rq
+
+    graph = chain(py("a", "noop"), py("b", "noop", priority="low"), py("c", "noop", priority="low"))
+    instance = runtime.start_instance(save_version("inline-prio", graph), {})
+    a = StepRun.objects.get(instance=instance, node_id="a")
+    assert runtime.run_step(a.pk, "test-worker") == 1  # b is not run inline
+    b = StepRun.objects.get(instance=instance, node_id="b")
+    assert b.status == "queued" and b.priority == "low"
+    assert django_rq.get_queue("default:low").get_job_ids() == [f"step-{b.pk}"]
+    assert runtime.run_step(b.pk, "test-worker") == 2  # c, low like b, follows inline

@@ -18,6 +18,7 @@ from workflows.engine import expressions
 from workflows.engine.errors import ExpressionError, StepError
 from workflows.engine.graph import Edge, Graph, Node
 from workflows.engine.nodes import get_kind
+from workflows.engine.priorities import queue_name
 from workflows.engine.retry import RetryPolicy
 from workflows.engine.scheduling import advance, count_activations, edges_fired
 from workflows.engine.statuses import INSTANCE_ACTIVE, STEP_OPEN, InstanceStatus, StepStatus
@@ -212,8 +213,10 @@ def activate(uow: UnitOfWork, nodes: list[str], *, inline_queue: str | None = No
             uow.set_instance(open_steps=inst.open_steps + 1)
             continue
         active += 1
+        # The same RQ queue: the same kind at the same priority (a successor at another priority
+        # waits its turn on its own queue).
         claim_inline = (inline_queue is not None and len(candidates) == 1 and not kind.is_async
-                        and queue_for(node, kind) == inline_queue)
+                        and queue_name(queue_for(node, kind), node.priority or inst.priority) == inline_queue)
         token = secrets.token_hex(8) if claim_inline else ""
         step = new_step(uow, node_id, claim_for=worker if claim_inline else None, token=token)
         uow.set_instance(open_steps=inst.open_steps + 1)
