@@ -19,6 +19,7 @@ from workflows.engine.errors import ExpressionError, GraphInvalid, PayloadTooLar
 from workflows.engine.functions import describe_functions
 from workflows.engine.inputs import InputInvalid
 from workflows.engine.nodes import known_kinds
+from workflows.engine.priorities import PriorityInvalid, parse_priority
 from workflows.models import WorkflowDefinition, WorkflowInstance
 
 View = Callable[..., JsonResponse]
@@ -166,10 +167,15 @@ def check_idempotency_key(key: Any) -> str | None:
 
 
 def start_workflow(slug: str, inputs: list[dict[str, Any]], keys: list[str | None] | None,
-                   user: Any, traceparent: str | None = None) -> list[WorkflowInstance]:
+                   user: Any, traceparent: str | None = None, priority: Any = None) -> list[WorkflowInstance]:
     """Start instances of a workflow's latest version: what the JSON endpoints and the v1 API both call.
-    `traceparent`: the request's W3C header (joined when valid, ignored otherwise).
-    Raises BadRequest (404 unknown workflow, 409 no version, 413 too large, 400 otherwise)."""
+    `traceparent`: the request's W3C header (joined when valid, ignored otherwise). `priority`: high,
+    normal (None) or low. Raises BadRequest (404 unknown workflow, 409 no version, 413 too large, 400
+    otherwise)."""
+    try:
+        level = parse_priority(priority)
+    except PriorityInvalid as exc:
+        raise BadRequest(str(exc), fields={exc.field: str(exc)}) from None
     definition = WorkflowDefinition.objects.filter(slug=slug, archived=False).first()
     if definition is None:
         raise BadRequest(f"workflow {slug!r} does not exist", 404)
@@ -181,7 +187,8 @@ def start_workflow(slug: str, inputs: list[dict[str, Any]], keys: list[str | Non
     for key in keys or []:
         check_idempotency_key(key)
     try:
-        return runtime.start_instances(version, inputs, idempotency_keys=keys, user=user, traceparent=traceparent)
+        return runtime.start_instances(version, inputs, idempotency_keys=keys, user=user, traceparent=traceparent,
+                                       priority=level)
     except PayloadTooLarge as exc:
         raise BadRequest(exc.message, 413) from None
     except GraphInvalid as exc:
@@ -227,7 +234,8 @@ def start_instance(request: HttpRequest, slug: str) -> JsonResponse:
         if not isinstance(start_input, dict) or not isinstance(body, dict):
             raise BadRequest("'input' must be a JSON object")
         key = check_idempotency_key(request.headers.get("Idempotency-Key") or body.get("idempotency_key"))
-        instance = start_workflow(slug, [start_input], [key], request.user, request.headers.get("traceparent"))[0]
+        instance = start_workflow(slug, [start_input], [key], request.user, request.headers.get("traceparent"),
+                                  body.get("priority"))[0]
     except BadRequest as exc:
         return exc.response()
     return JsonResponse(instance_json(instance), status=201)
@@ -235,7 +243,8 @@ def start_instance(request: HttpRequest, slug: str) -> JsonResponse:
 
 @api_view(("POST",), perm=permissions.START)
 def start_instances(request: HttpRequest, slug: str) -> JsonResponse:
-    """Start many instances in one transaction: {"inputs": [{...}, ...], "idempotency_keys": [...]}."""
+    """Start many instances in one transaction: {"inputs": [{...}, ...], "idempotency_keys": [...],
+    "priority": "high" | "normal" | "low"} (one priority for all of them)."""
     try:
         body = _body_object(request)
         inputs = body.get("inputs")
@@ -246,7 +255,8 @@ def start_instances(request: HttpRequest, slug: str) -> JsonResponse:
                 key is None or (isinstance(key, str) and 0 < len(key) <= MAX_IDEMPOTENCY_KEY) for key in keys)):
             raise BadRequest(f"'idempotency_keys' must be a list with one key (a string of 1-"
                              f"{MAX_IDEMPOTENCY_KEY} characters, or null) per input")
-        instances = start_workflow(slug, inputs, keys, request.user, request.headers.get("traceparent"))
+        instances = start_workflow(slug, inputs, keys, request.user, request.headers.get("traceparent"),
+                                   body.get("priority"))
     except BadRequest as exc:
         return exc.response()
     return JsonResponse({"instances": [instance_json(instance) for instance in instances]}, status=201)

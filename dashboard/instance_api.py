@@ -20,6 +20,7 @@ from dashboard.api import BodyRejected, api_view, error, instance_json, json_bod
 from workflows import operations
 from workflows.engine import breaker as breaker_logic
 from workflows.engine.nodes import known_kinds
+from workflows.engine.priorities import queue_names
 from workflows.engine.statuses import InstanceStatus, StepStatus
 from workflows.models import BreakerState, ReviewItem, ReviewStatus, StepRun, WorkflowInstance
 from workflows.runtime.subflows import child_kinds
@@ -371,15 +372,17 @@ def queues() -> dict[str, Any]:
     result: dict[str, Any] = {"queues": [], "error": None}
     try:
         for name in QUEUES:
-            queue = django_rq.get_queue(name)
-            workers = Worker.all(queue=queue)
+            # A kind's figures cover its queues of every priority (engine/priorities.py); its
+            # workers listen on all of them.
+            kind_queues = [django_rq.get_queue(queue_name) for queue_name in queue_names(name)]
+            workers = Worker.all(queue=django_rq.get_queue(name))
             busy = sum(1 for worker in workers if worker.get_state() == "busy")
             result["queues"].append({
                 "name": name,
-                "queued": queue.count,
-                "running": StartedJobRegistry(queue=queue).count,
-                "scheduled": ScheduledJobRegistry(queue=queue).count,
-                "failed_jobs": FailedJobRegistry(queue=queue).count,
+                "queued": sum(queue.count for queue in kind_queues),
+                "running": sum(StartedJobRegistry(queue=queue).count for queue in kind_queues),
+                "scheduled": sum(ScheduledJobRegistry(queue=queue).count for queue in kind_queues),
+                "failed_jobs": sum(FailedJobRegistry(queue=queue).count for queue in kind_queues),
                 "workers": len(workers),
                 "busy_workers": busy,
             })

@@ -128,9 +128,10 @@ DEFAULT_AUTO_FIELD = "django.db.models.BigAutoField"
 REDIS_URL = env_url("REDIS_URL", f"unix://{VAR_DIR / 'redis.sock'}", ("redis", "rediss", "unix"))
 assert REDIS_URL is not None
 
+# Each kind has a queue per priority: "default:high", "default", "default:low" (engine/priorities.py).
 RQ_QUEUES = {
     name: {"URL": REDIS_URL, "DEFAULT_TIMEOUT": -1}
-    for name in ("ai", "io", "default")
+    for kind in ("ai", "io", "default") for name in (f"{kind}:high", kind, f"{kind}:low")
 }
 
 CHANNEL_LAYERS = {
@@ -264,6 +265,9 @@ STEADYFLOW = {
     # Fan-outs: the steps one transition makes due on one queue go out as one job per worker
     # listening there, at most this many steps a job (1 = a job per step).
     "BATCH_MAX": env_int("STEADYFLOW_BATCH_MAX", 20, minimum=1),
+    # Priorities: a worker takes high before normal before low, but every this many dequeues the
+    # lowest non-empty queue first, so low work is never starved (engine/priorities.py; 0: strict).
+    "PRIORITY_FAIR_EVERY": env_int("STEADYFLOW_PRIORITY_FAIR_EVERY", 5, minimum=0),
     # Triggers and notifications (README, "Triggers and notifications")
     # An incoming webhook's signed timestamp may be this far from now (replay window).
     "WEBHOOK_REPLAY_WINDOW_S": env_float("STEADYFLOW_WEBHOOK_REPLAY_WINDOW_S", 300.0, minimum=1.0),

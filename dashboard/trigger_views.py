@@ -16,6 +16,7 @@ from django.views.decorators.csrf import csrf_exempt
 from dashboard import permissions
 from dashboard.permissions import authorize
 from workflows.engine import strict_json
+from workflows.engine.priorities import NORMAL, PRIORITIES, parse_priority
 from workflows.models import WorkflowDefinition
 from workflows.triggers import manage, mapping, schedules, signing, webhooks
 from workflows.triggers.models import CatchUp, Schedule, ScheduleFire, Webhook, WebhookRejection
@@ -64,7 +65,7 @@ def workflow_triggers(request: HttpRequest, slug: str) -> HttpResponse:
         "fires": ScheduleFire.objects.filter(schedule__definition=definition)[:20],
         "new_secret": request.session.pop(SECRET_SESSION_KEY, None),
         "can_change": request.user.has_perm(permissions.CHANGE_WORKFLOW),
-        "catch_up_choices": CatchUp.values, "signature_header": signing.HEADER,
+        "catch_up_choices": CatchUp.values, "priorities": PRIORITIES, "signature_header": signing.HEADER,
         "delivery_header": signing.DELIVERY_HEADER,
         "base_url": settings.STEADYFLOW["BASE_URL"].rstrip("/"),
     })
@@ -80,8 +81,9 @@ def _change(request: HttpRequest, definition: WorkflowDefinition) -> None:
     now = timezone.now()
     pk = request.POST.get("id", "")
     if action == "add_webhook":
+        priority = parse_priority(request.POST.get("priority") or None, "the webhook's priority")
         hook = manage.create_webhook(definition, request.POST.get("name", ""), _json_field(request, "input_mapping"),
-                                     now)
+                                     now, priority=priority)
         # Shown once, on the next page view (kept server-side in the session, not in a cookie).
         request.session[SECRET_SESSION_KEY] = {"hook": hook.hook_id, "secret": hook.secret}
         messages.success(request, f"webhook {hook.hook_id} created: copy its secret now, it is not shown again")
@@ -98,7 +100,7 @@ def _change(request: HttpRequest, definition: WorkflowDefinition) -> None:
         schedules.create(definition, request.POST.get("cron", "").strip(),
                          request.POST.get("timezone", "UTC").strip() or "UTC",
                          catch_up=request.POST.get("catch_up", CatchUp.SKIP), start_input=_json_field(request, "input"),
-                         now=now)
+                         now=now, priority=request.POST.get("priority") or NORMAL)
         messages.success(request, "schedule added")
     elif action in ("enable_schedule", "disable_schedule", "delete_schedule"):
         schedule = get_object_or_404(Schedule, definition=definition, pk=pk)

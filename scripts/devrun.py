@@ -297,6 +297,7 @@ def run(load_examples: bool = True) -> int:
     specs = {
         # -v 0: no plain access log on stdout; the app logs each request as a structured line.
         "web (daphne)": ["daphne", "-v", "0", "-b", "127.0.0.1", "-p", str(port), "dashboard.asgi:application"],
+        # Each listens on its kind's queue of every priority (`default:high`, `default`, `default:low`).
         "worker ai": [PY, "manage.py", "run_worker", "ai"],
         "worker io": [PY, "manage.py", "run_worker", "io"],
         "worker default": [PY, "manage.py", "run_worker", "default"],

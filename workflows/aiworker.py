@@ -60,6 +60,7 @@ from django.utils import timezone
 from workflows import breakers, dispatch, live_partial, metrics, rq_adapter, runtime
 from workflows.engine import providers
 from workflows.engine.errors import StepTimeout
+from workflows.engine.priorities import queue_names
 from workflows.groupcommit import GroupCommits
 from workflows.redis_outage import REDIS_ERRORS, Backoff, Outage, RQConnectionLogFilter, Stopped, until_reachable
 from workflows.store import get_store
@@ -169,8 +170,9 @@ class AIConsumer:
         self.outage = Outage(log, f"ai consumer {self.name}")
         # RQ's worker constructor already talks to Redis (CLIENT SETNAME): wait for it.
         self.book = until_reachable(
-            lambda: rq_adapter.JobBook(queue, connection or django_rq.get_connection(queue), name=self.name,
-                                       monitoring_interval=self.monitoring_interval), self.outage)
+            lambda: rq_adapter.JobBook(queue_names(queue), connection or django_rq.get_connection(queue),
+                                       name=self.name, monitoring_interval=self.monitoring_interval,
+                                       fair_every=int(conf.get("PRIORITY_FAIR_EVERY", 0))), self.outage)
         self.book.outage = self.outage
         # RQ's pubsub listener logs every reconnection attempt: once per outage is enough (removed
         # at exit: RQ's logger is shared by every worker of the process).
@@ -237,7 +239,8 @@ class AIConsumer:
         except Stopped:
             log.info("ai consumer %s: stopped before Redis could be reached", self.name)
             return
-        log.info("ai consumer %s: queue %s, up to %d jobs in flight%s", self.name, self.book.queue.name,
+        log.info("ai consumer %s: queues %s, up to %d jobs in flight%s", self.name,
+                 ", ".join(queue.name for queue in self.book.queues),
                  self.max_in_flight, " (burst)" if self.burst else "")
         self._dequeuer = threading.Thread(target=self._dequeue_loop, name="sf-ai-dequeue", daemon=True)
         self._dequeuer.start()

@@ -20,5 +20,6 @@ def run_summary(instance: WorkflowInstance) -> dict[str, Any]:
         "tokens": instance.tokens,
         "cost_usd": float(instance.cost_usd),
         "trace_id": instance.trace_id,
+        "priority": instance.priority,
         "context": instance.context,
     }

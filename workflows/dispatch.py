@@ -20,6 +20,8 @@ import django_rq
 from django.conf import settings
 from rq import Queue, Worker
 
+from workflows.engine.priorities import kind_of
+
 log = logging.getLogger("steadyflow.dispatch")
 
 JOB_FUNC = "workflows.jobs.run_step"
@@ -64,9 +66,10 @@ def _job(step_ids: list[int]) -> Any:
 
 
 def enqueue_steps(items: list[tuple[int, str]], *, batch: bool = False) -> int:
-    """Enqueue jobs for these (step id, queue) pairs; with `batch`, all of one instance (one
-    transition's), several steps a job where a queue has fewer workers than steps. Returns how many
-    steps went out."""
+    """Enqueue jobs for these (step id, RQ queue) pairs (the queue of the step's kind at its
+    priority, engine/priorities.queue_name), in the order given (the critical path's first); with
+    `batch`, all of one instance (one transition's), several steps a job where a queue has fewer
+    workers than steps. Returns how many steps went out."""
     by_queue: dict[str, list[int]] = {}
     for step_id, queue_name in items:
         by_queue.setdefault(queue_name, []).append(step_id)
@@ -75,7 +78,7 @@ def enqueue_steps(items: list[tuple[int, str]], *, batch: bool = False) -> int:
     for name, step_ids in by_queue.items():
         try:
             rq_queue: Queue = django_rq.get_queue(name)
-            if batch and name not in UNBATCHED_QUEUES and len(step_ids) > 1 and most > 1:
+            if batch and kind_of(name) not in UNBATCHED_QUEUES and len(step_ids) > 1 and most > 1:
                 groups = batches(step_ids, workers_on(rq_queue), most)
             else:
                 groups = [[step_id] for step_id in step_ids]

@@ -30,6 +30,8 @@ from django.conf import settings
 from django.db import DatabaseError, connection
 from redis.exceptions import RedisError
 
+from workflows.engine.priorities import queue_names
+
 ROLES: dict[str, tuple[str, ...]] = {
     "web": ("database", "redis", "migrations"),
     "worker": ("database", "redis", "worker"),
@@ -193,7 +195,7 @@ def check_queues(client: Any, threshold_s: float, now: float, report: Report) ->
 
     backlog: dict[str, dict[str, Any]] = {}
     late = []
-    for name in QUEUES:
+    for name in [queue_name for kind in QUEUES for queue_name in queue_names(kind)]:  # every priority's
         queue = Queue(name, connection=client)
         oldest_s = None
         ids = queue.get_job_ids(0, 1)  # offset, length: the oldest job

@@ -9,11 +9,12 @@ from __future__ import annotations
 import django_rq
 
 from workflows import reconciler
+from workflows.engine.priorities import queue_names
 from workflows.workers import StepWorker
 
 
 def drain(queues: tuple[str, ...] = ("default", "io", "ai")) -> None:
     reconciler.tick()
-    rq_queues = [django_rq.get_queue(name) for name in queues]
+    rq_queues = [django_rq.get_queue(name) for kind in queues for name in queue_names(kind)]
     worker = StepWorker(rq_queues, connection=rq_queues[0].connection)
     worker.work(burst=True, with_scheduler=False, logging_level="WARNING")

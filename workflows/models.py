@@ -125,6 +125,9 @@ class WorkflowInstance(models.Model):
     # stores' column list. Its depth (1 for a child of a top-level instance) is in state["depth"].
     parent_step = models.ForeignKey("StepRun", null=True, blank=True, on_delete=models.SET_NULL,
                                     related_name="child_instances")
+    # high / normal / low, set at start (engine/priorities.py): its steps' queues. Last, for the
+    # SQL stores' column list.
+    priority = models.CharField(max_length=8, default="normal")
 
     class Meta:
         ordering = ["-id"]
@@ -181,6 +184,9 @@ class StepRun(models.Model):
     finished_at = models.DateTimeField(null=True, blank=True)
     heartbeat_at = models.DateTimeField(null=True, blank=True)
     degraded = models.BooleanField(default=False)
+    # Its node's priority, else its instance's: which queue of its kind carries it (the reconciler
+    # re-dispatches it there). Last, for the SQL stores' column list.
+    priority = models.CharField(max_length=8, default="normal")
 
     class Meta:
         constraints = [

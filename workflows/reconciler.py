@@ -25,6 +25,7 @@ from django.utils import timezone
 
 from workflows import dispatch, llm_cache, runtime
 from workflows.engine.errors import StepError
+from workflows.engine.priorities import kind_of, queue_name
 from workflows.engine.statuses import INSTANCE_ACTIVE, InstanceStatus, StepStatus
 from workflows.models import StepRun, WorkflowInstance
 from workflows.redis_outage import REDIS_ERRORS
@@ -51,12 +52,12 @@ def promote_due(now: datetime) -> int:
     # Steps of a halted instance stay put until an operator resumes it.
     due = list(StepRun.objects.filter(status__in=(StepStatus.PENDING, StepStatus.RETRYING), due_at__lte=now,
                                       instance__status__in=[*INSTANCE_ACTIVE, InstanceStatus.COMPENSATING])
-               .values_list("pk", "queue", "status")[:BATCH])
+               .values_list("pk", "queue", "priority", "status")[:BATCH])
     ready = []
-    for pk, queue, status in due:
+    for pk, kind, priority, status in due:
         # Conditional: a concurrent cancel or another scheduler wins cleanly.
         if StepRun.objects.filter(pk=pk, status=status).update(status=StepStatus.QUEUED, due_at=now):
-            ready.append((pk, queue))
+            ready.append((pk, queue_name(kind, priority)))
     if ready:
         dispatch.enqueue_steps(ready)
     return len(ready)
@@ -67,10 +68,11 @@ def redispatch_lost(now: datetime, after_s: float) -> int:
     from rq.job import JobStatus
 
     stale = list(StepRun.objects.filter(status=StepStatus.QUEUED, due_at__lte=now - timedelta(seconds=after_s))
-                 .values_list("pk", "queue", "instance_id", "created_at")[:BATCH])
+                 .values_list("pk", "queue", "priority", "instance_id", "created_at")[:BATCH])
     lost = []
     waiting: dict[str, set[str] | None] = {}  # job ids on each queue, read at most once per tick
-    for pk, queue, instance_id, created_at in stale:
+    for pk, kind, priority, instance_id, created_at in stale:
+        queue = queue_name(kind, priority)
         connection = django_rq.get_connection(queue)
         job_id = dispatch.job_id_for(pk)
         if queue not in waiting:
@@ -131,7 +133,8 @@ def job_holding(step_id: int, queue: str, instance_id: int, created_at: datetime
             return job
     except NoSuchJobError:
         pass
-    siblings = (StepRun.objects.filter(instance_id=instance_id, queue=queue, created_at=created_at, pk__lt=step_id)
+    siblings = (StepRun.objects.filter(instance_id=instance_id, queue=kind_of(queue), created_at=created_at,
+                                       pk__lt=step_id)
                 .order_by("-pk").values_list("pk", flat=True)[:settings.STEADYFLOW.get("BATCH_MAX", 1)])
     for sibling in siblings:
         try:

@@ -38,6 +38,7 @@ from rq.suspension import is_suspended
 from rq.utils import as_text, get_version, now
 from rq.worker import BaseWorker, WorkerStatus
 
+from workflows.engine.priorities import fair_order
 from workflows.redis_outage import REDIS_ERRORS, Outage
 
 if not rq.VERSION.startswith("3.0."):  # pragma: no cover - guarded by the pin in pyproject.toml
@@ -80,18 +81,25 @@ class Running:
 
 
 class JobBook:
-    """The RQ side of the consumer: one queue, one worker record, many running jobs."""
+    """The RQ side of the consumer: one kind's queues (one per priority, highest first), one worker
+    record, many running jobs."""
 
-    def __init__(self, queue_name: str, connection: redis.Redis, *, name: str,
-                 monitoring_interval: int = 10, maintenance_interval: int | None = None) -> None:
+    def __init__(self, queue_name: str | Sequence[str], connection: redis.Redis, *, name: str,
+                 monitoring_interval: int = 10, maintenance_interval: int | None = None,
+                 fair_every: int = 0) -> None:
         self.connection = connection
-        self.queue = Queue(queue_name, connection=connection)
+        names = [queue_name] if isinstance(queue_name, str) else list(queue_name)
+        self.queues = [Queue(queue, connection=connection) for queue in names]
+        self.queue = self.queues[0]
+        # Priorities (engine/priorities.fair_order): every fair_every-th round lowest first.
+        self.fair_every = fair_every
+        self._rounds = 0
         kwargs: dict[str, Any] = {}
         if maintenance_interval is not None:
             kwargs["maintenance_interval"] = maintenance_interval
         # The execution and registry TTLs are derived from job_monitoring_interval (+60 s), exactly
         # as for RQ's own workers: a consumer that stops heartbeating is noticed by RQ's cleanup.
-        self.worker = ConsumerWorker([self.queue], name=name, connection=connection,
+        self.worker = ConsumerWorker(self.queues, name=name, connection=connection,
                                      job_monitoring_interval=monitoring_interval, **kwargs)
         self._born = False
         # Where Redis errors are reported, once per outage (set by the consumer).
@@ -153,26 +161,31 @@ class JobBook:
         pattern). Whatever else is queued right then, up to `limit`, follows in one round trip with
         the same LMOVE, and all of them start in one transaction (`start_all`). One job at a time,
         a consumer keeping hundreds in flight spends its ramp-up on round trips.
+
+        With several priority queues, the round takes from the first non-empty one in fair order
+        (highest first, every `fair_every`-th round lowest first), and only from it.
         """
+        order = fair_order([queue.name for queue in self.queues], self._rounds, self.fair_every)
+        by_name = {queue.name: queue for queue in self.queues}
         try:
-            result = Queue.dequeue_any([self.queue], timeout, connection=self.connection,
+            result = Queue.dequeue_any([by_name[queue] for queue in order], timeout, connection=self.connection,
                                        job_class=self.worker.job_class, serializer=self.worker.serializer)
         except DequeueTimeout:
             return []
         if result is None:
             return []
-        jobs = [result[0]]
+        self._rounds += 1
+        jobs, queue = [result[0]], result[1]
         if limit > 1 and get_version(self.connection) >= (6, 2, 0):  # LMOVE, as RQ's dequeue uses
-            jobs += self._move_more(limit - 1)
-        return self.start_all(jobs)
+            jobs += self._move_more(limit - 1, queue)
+        return self.start_all(jobs, queue)
 
     def dequeue(self, timeout: int | None) -> Running | None:
         """One job, started; None when the queue stayed empty."""
         taken = self.take(1, timeout)
         return taken[0] if taken else None
 
-    def _move_more(self, count: int) -> list[Job]:
-        queue = self.queue
+    def _move_more(self, count: int, queue: Queue) -> list[Job]:
         with self.connection.pipeline(transaction=False) as pipe:
             for _ in range(count):
                 pipe.lmove(queue.key, queue.intermediate_queue_key, "LEFT", "RIGHT")
@@ -202,7 +215,7 @@ class JobBook:
             log.exception("job %s: cannot be read; dropped from the %s queue", job_id, self.queue.name)
             return None
 
-    def start_all(self, jobs: Sequence[Job]) -> list[Running]:
+    def start_all(self, jobs: Sequence[Job], queue: Queue | None = None) -> list[Running]:
         """Start dequeued jobs: for each, exactly the writes of RQ's `worker.prepare_execution(job)`
         and `worker.prepare_job_execution(job, remove_from_intermediate_queue=True)` (an execution
         in the started registry and the worker's index, the job STARTED with this worker and its
@@ -210,7 +223,7 @@ class JobBook:
         Public calls only; tests/workflows/test_rq_adapter.py compares the result with RQ's own.
         """
         worker = self.worker
-        queue = self.queue
+        queue = queue or self.queue
         moment = now()
         running: list[Running] = []
         worker_ttl = 0
@@ -341,7 +354,16 @@ class JobBook:
     # --- Inspection (tests, diagnostics) ----------------------------------------------------------
 
     def intermediate_job_ids(self) -> list[str]:
-        return self.queue.intermediate_queue.get_job_ids()
+        return [job_id for queue in self.queues for job_id in queue.intermediate_queue.get_job_ids()]
+
+
+def set_dequeue_order(worker: BaseWorker, names: Sequence[str]) -> None:
+    """Make a worker take from its queues in this order at its next dequeue (names of its queues).
+
+    RQ keeps that order in the private `_ordered_queues`, which its dequeue strategies rearrange
+    in `reorder_queues` (called after each dequeue): the hook workers.FairPriorities overrides."""
+    by_name = {queue.name: queue for queue in worker.queues}
+    worker._ordered_queues = [by_name[name] for name in names]
 
 
 @contextmanager

@@ -6,11 +6,14 @@ import logging
 from collections.abc import Callable
 from typing import Any, TypeVar
 
+from django.conf import settings
 from django.db import close_old_connections
 from rq import SimpleWorker, Worker, worker_registration
 from rq.exceptions import StopRequested
 from rq.worker import BaseWorker, WorkerStatus
 
+from workflows import rq_adapter
+from workflows.engine.priorities import fair_order
 from workflows.redis_outage import REDIS_ERRORS, Outage, RQConnectionLogFilter, Stopped, until_reachable
 
 T = TypeVar("T")
@@ -27,6 +30,28 @@ class _DjangoConnections:
             return super().execute_job(job, queue)  # type: ignore[misc]
         finally:
             close_old_connections()
+
+
+class _FairPriorities:
+    """Priorities (engine/priorities.py): take from the queues highest priority first, and every
+    STEADYFLOW_PRIORITY_FAIR_EVERY-th dequeue lowest first, so low work is never starved."""
+
+    queues: list[Any]
+    _dequeues = 0
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        self.fair_every = int(settings.STEADYFLOW.get("PRIORITY_FAIR_EVERY", 0))
+        self._set_order()
+
+    def _set_order(self) -> None:
+        rq_adapter.set_dequeue_order(self, fair_order([queue.name for queue in self.queues],  # type: ignore[arg-type]
+                                                      self._dequeues, self.fair_every))
+
+    def reorder_queues(self, reference_queue: Any) -> None:
+        # RQ's hook after each dequeue (its own strategies rotate or shuffle here).
+        self._dequeues += 1
+        self._set_order()
 
 
 class _RidesOutRedisOutages:
@@ -193,7 +218,7 @@ class _RidesOutRedisOutages:
             self.outage.failed(exc)
 
 
-class StepWorker(_RidesOutRedisOutages, _DjangoConnections, SimpleWorker):
+class StepWorker(_FairPriorities, _RidesOutRedisOutages, _DjangoConnections, SimpleWorker):
     """Runs jobs in the worker process itself: no fork per step (a fork costs ~5 ms, docs/STACK_NOTES.md).
 
     A handler that kills the process takes this worker with it; the supervisor restarts it and the
@@ -201,7 +226,7 @@ class StepWorker(_RidesOutRedisOutages, _DjangoConnections, SimpleWorker):
     """
 
 
-class ForkingStepWorker(_RidesOutRedisOutages, _DjangoConnections, Worker):
+class ForkingStepWorker(_FairPriorities, _RidesOutRedisOutages, _DjangoConnections, Worker):
     """Forks a work horse per job: slower, but a crashing handler only kills the horse."""
 
 

@@ -10,7 +10,7 @@ from __future__ import annotations
 import base64
 import binascii
 from datetime import UTC, datetime
-from typing import Any
+from typing import Any, Literal
 
 from django.http import HttpRequest
 from ninja import Field, Header, Query, Router, Schema, Status
@@ -35,14 +35,19 @@ def traceparent_header() -> Any:
     return Header(None, alias="traceparent", description=(
         "A W3C trace context header (`00-<trace id>-<span id>-<flags>`): the instance joins the caller's "
         "trace, its span a child of the caller's. An invalid value is ignored."))
+Priority = Literal["high", "normal", "low"]
+PRIORITY_DOC = ("high, normal or low: high work is taken before normal, normal before low, and low is "
+                "never starved (README, Priorities).")
 
 
 class StartIn(Schema):
     input: dict[str, Any] = Field(default_factory=dict, description="The start input (the initial context).")
+    priority: Priority = Field("normal", description=PRIORITY_DOC)
 
 
 class StartManyIn(Schema):
     inputs: list[dict[str, Any]] = Field(min_length=1, max_length=1000)
+    priority: Priority = Field("normal", description=PRIORITY_DOC + " One for every instance started.")
     idempotency_keys: list[str | None] | None = Field(
         None, description="One key (or null) per input; a key used before returns that instance.")
 
@@ -75,7 +80,8 @@ def start(request: HttpRequest, slug: str, body: StartIn,
     instance the first request started instead of starting another. A W3C `traceparent` header puts
     the instance's spans in the caller's trace (an invalid one is ignored)."""
     need(request, "run", permissions.START)
-    instance = start_workflow(slug, [body.input], [idempotency_key or None], request.user, traceparent)[0]
+    instance = start_workflow(slug, [body.input], [idempotency_key or None], request.user, traceparent,
+                              body.priority)[0]
     return Status(201, instance_json(instance))
 
 
@@ -88,7 +94,7 @@ def start_many(request: HttpRequest, slug: str, body: StartManyIn,
     if keys is not None and len(keys) != len(body.inputs):
         raise Problem(422, "one idempotency key (or null) per input",
                       [{"field": "body.idempotency_keys", "message": f"expected {len(body.inputs)} keys"}])
-    instances = start_workflow(slug, body.inputs, keys, request.user, traceparent)
+    instances = start_workflow(slug, body.inputs, keys, request.user, traceparent, body.priority)
     return Status(201, {"instances": [instance_json(instance) for instance in instances]})
 
 

@@ -31,8 +31,8 @@ def test_column_lists_follow_the_models() -> None:
     assert sql.STEP_COLUMNS == _columns(StepRun)
     assert sql.INSTANCE_JSON == _json_columns(WorkflowInstance)
     assert sql.STEP_JSON == _json_columns(StepRun)
-    # Hydration turns the last step column into a bool.
-    assert isinstance(StepRun._meta.concrete_fields[-1], models.BooleanField)
+    # Hydration turns the step's `degraded` column into a bool (store/sql.py's STEP_PLAN).
+    assert isinstance(StepRun._meta.get_field("degraded"), models.BooleanField)
 
 
 def _statement_names() -> list[str]:
@@ -93,7 +93,7 @@ def _step_values(i: Ids) -> tuple[Any, ...]:
 
 def _new_step(i: Ids) -> tuple[Any, ...]:
     return (i.instance, "b", "python", 9, 0, "queued", "default", None, None, None, None, "", "", None, i.now,
-            f"{i.instance}:b:9", "trace", i.now, None, None, None, False)
+            f"{i.instance}:b:9", "trace", i.now, None, None, None, False, "high")
 
 
 def _instance_values(i: Ids) -> tuple[Any, ...]:

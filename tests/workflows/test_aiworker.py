@@ -387,7 +387,7 @@ def test_the_worker_record_is_removed_on_exit(processes, redis_conn):
     wait_for(lambda: f"rq:worker:{AI_NAME}".encode() in redis_conn.smembers("rq:workers"), timeout=20,
              message="the worker to register")
     record = worker_hash(redis_conn)
-    assert record["queues"] == "ai" and int(record["pid"]) == ai.pid
+    assert record["queues"] == "ai:high,ai,ai:low" and int(record["pid"]) == ai.pid  # every priority
     ai.send_signal(signal.SIGINT)
     assert ai.wait(timeout=15) == 0
     assert f"rq:worker:{AI_NAME}".encode() not in redis_conn.smembers("rq:workers")

@@ -23,7 +23,7 @@ GREETING = GRAPHS / "greeting.json"
 EXAMPLE_SLUGS = {"react-agent", "refund-saga", "industry-report", "hallucination-loop", "support-desk",
                  "research-agent", "planner-demo"}
 SUMMARY_KEYS = {"instance", "workflow", "version", "status", "reason", "error", "steps", "loop_count", "tokens",
-                "cost_usd", "trace_id", "context"}
+                "cost_usd", "trace_id", "priority", "context"}
 
 
 def run(*args: str, **options: Any) -> str:

@@ -12,6 +12,7 @@ from functools import cached_property
 from typing import Any
 
 from workflows.engine.loops import Loops, find_loops
+from workflows.engine.priorities import by_critical_path, remaining_lengths
 
 
 @dataclass(frozen=True)
@@ -37,6 +38,7 @@ class Node:
     join: str = "all"
     fallback: dict[str, Any] | None = None
     compensate: Any = None
+    priority: str | None = None  # high / normal / low; None: the instance's
     raw: dict[str, Any] = field(default_factory=dict, compare=False, repr=False)
 
 
@@ -76,6 +78,7 @@ class Graph:
                 join=raw.get("join", "all"),
                 fallback=raw.get("fallback"),
                 compensate=raw.get("compensate"),
+                priority=raw.get("priority"),
                 raw=raw,
             )
             for raw in data.get("nodes", [])
@@ -205,3 +208,16 @@ class Graph:
     def join_slots(self, node_id: str) -> list[str]:
         """The inputs a join at `node_id` waits for (keys of its record in the instance state)."""
         return self._join_slots.get(node_id, [])
+
+    @cached_property
+    def remaining(self) -> dict[str, int]:
+        """Each node's longest remaining path to an end (in nodes, back edges left out), computed once
+        per graph in O(V + E): the critical path that orders ready branches (engine/priorities.py)."""
+        roots = list(self.nodes)
+        if any(node.type == "start" for node in self.nodes.values()):
+            roots.insert(0, self.start_node)
+        return remaining_lengths(roots, self.outgoing, self._loops.back)
+
+    def critical_first(self, nodes: list[str]) -> list[str]:
+        """Ready nodes ordered longest remaining path first; ties keep their order."""
+        return nodes if len(nodes) < 2 else by_critical_path(nodes, self.remaining)

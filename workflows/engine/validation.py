@@ -21,6 +21,7 @@ from workflows.engine import expressions, inputs, limits, route_checks, samples
 from workflows.engine.errors import ExpressionError, GraphInvalid, GraphIssue
 from workflows.engine.graph import Edge, Graph, GraphSettings
 from workflows.engine.nodes import known_kinds
+from workflows.engine.priorities import PRIORITIES
 
 QUEUES = ("ai", "io", "default")
 ID_PATTERN = re.compile(r"^[A-Za-z_][A-Za-z0-9_\-]{0,63}$")
@@ -58,6 +59,7 @@ _NODE_SHAPE: dict[str, Any] = {
         "retry": _RETRY_SHAPE,
         "timeout_s": _TIMEOUT_SHAPE,
         "join": {"type": "string", "enum": ["all", "any"]},
+        "priority": {"type": "string", "enum": list(PRIORITIES)},
         "fallback": {
             "type": "object",
             "required": ["mode"],

@@ -28,6 +28,7 @@ from workflows.engine import expressions
 from workflows.engine.errors import ExpressionError, PayloadTooLarge, PermanentStepError
 from workflows.engine.nodes import NodeResult, StepCall, get_kind
 from workflows.engine.nodes.llm import provider_of
+from workflows.engine.priorities import queue_name
 from workflows.engine.statuses import INSTANCE_ACTIVE, InstanceStatus, StepStatus
 from workflows.models import StepRun, WorkflowInstance
 from workflows.runtime import subflows, tool_calls
@@ -365,7 +366,7 @@ def _succeed(uow: UnitOfWork, step: StepRun, claim: Claim, result: NodeResult, a
               usage=usage, degraded=result.degraded)
     uow.set_instance(open_steps=inst.open_steps - 1)
     hold = tx.budget_exceeded(inst) if usage else None
-    return tx.resolve(uow, step, fired, inline_queue=step.queue if allow_inline else None,
+    return tx.resolve(uow, step, fired, inline_queue=queue_name(step.queue, step.priority) if allow_inline else None,
                       worker=claim.worker, hold=hold)
 
 

@@ -19,6 +19,7 @@ from django.utils import timezone
 
 from workflows import store as stores
 from workflows.engine.inputs import prepare_input
+from workflows.engine.priorities import NORMAL, parse_priority
 from workflows.engine.statuses import InstanceStatus
 from workflows.models import WorkflowInstance, WorkflowVersion
 from workflows.runtime import transitions as tx
@@ -34,23 +35,26 @@ CALLER_SPAN = "trace_caller_span"  # the state key holding the span id of a call
 def start_instance(version: WorkflowVersion, start_input: dict[str, Any] | None = None, *,
                    idempotency_key: str | None = None, user: Any = None,
                    now: datetime | None = None, parent: ParentLink | None = None,
-                   traceparent: str | None = None) -> WorkflowInstance:
+                   traceparent: str | None = None, priority: str = NORMAL) -> WorkflowInstance:
     """Create an instance and run its start node, all in one transaction. `parent`: a sub-workflow's
-    link to the step that starts it (runtime/subflows.py); `traceparent`: the caller's W3C header."""
+    link to the step that starts it (runtime/subflows.py); `traceparent`: the caller's W3C header;
+    `priority`: high, normal or low (engine/priorities.py)."""
     return start_instances(version, [start_input or {}], idempotency_keys=[idempotency_key], user=user,
-                           now=now, parent=parent, traceparent=traceparent)[0]
+                           now=now, parent=parent, traceparent=traceparent, priority=priority)[0]
 
 
 def start_instances(version: WorkflowVersion, inputs: Sequence[dict[str, Any]], *,
                     idempotency_keys: Sequence[str | None] | None = None, user: Any = None,
                     now: datetime | None = None, parent: ParentLink | None = None,
-                    traceparent: str | None = None) -> list[WorkflowInstance]:
+                    traceparent: str | None = None, priority: str = NORMAL) -> list[WorkflowInstance]:
     """Start one instance per input, all in one transaction, their first jobs enqueued together
     after it commits (one Redis round trip per queue). Returns the instances in input order; where
     an idempotency key was used before on this definition, the instance that first used it.
 
     `traceparent`: the caller's W3C traceparent header. When valid, the instances join the caller's
-    trace (their spans and their steps' hang under the caller's span); otherwise each starts its own."""
+    trace (their spans and their steps' hang under the caller's span); otherwise each starts its own.
+    `priority`: high, normal or low (engine/priorities.py)."""
+    priority = parse_priority(priority)
     keys = list(idempotency_keys or [None] * len(inputs))
     if len(keys) != len(inputs):
         raise ValueError("one idempotency key (or None) per input")
@@ -67,7 +71,7 @@ def start_instances(version: WorkflowVersion, inputs: Sequence[dict[str, Any]], 
     if todo:
         try:
             made = _create(version, [(inputs[i], keys[i]) for i in todo], user, now or timezone.now(), parent,
-                           incoming_trace(traceparent))
+                           incoming_trace(traceparent), priority)
             created = dict(zip(todo, made, strict=True))
         except IntegrityError:
             # Another request with one of these keys raced past the lookup: the unique key let it
@@ -78,7 +82,8 @@ def start_instances(version: WorkflowVersion, inputs: Sequence[dict[str, Any]], 
                 raise
             if len(todo) > 1:
                 return [start_instance(version, inputs[i], idempotency_key=keys[i], user=user, now=now,
-                                       parent=parent, traceparent=traceparent) for i in range(len(inputs))]
+                                       parent=parent, traceparent=traceparent, priority=priority)
+                    for i in range(len(inputs))]
             existing.update(store.instances_by_keys(definition_id, keyed))
             if keyed[0] not in existing:
                 raise
@@ -99,7 +104,7 @@ def declared_inputs(version: WorkflowVersion, inputs: Sequence[dict[str, Any]]) 
 
 def _create(version: WorkflowVersion, items: list[tuple[dict[str, Any], str | None]], user: Any,
             now: datetime, parent: ParentLink | None = None,
-            caller: tuple[str, str] | None = None) -> list[WorkflowInstance]:
+            caller: tuple[str, str] | None = None, priority: str = NORMAL) -> list[WorkflowInstance]:
     graph = graph_for_version(version.pk)
     ttl = graph.settings.ttl_s or conf("DEFAULT_TTL_S")
     budget = graph.settings.budget_usd
@@ -121,7 +126,7 @@ def _create(version: WorkflowVersion, items: list[tuple[dict[str, Any], str | No
             deadline=now + timedelta(seconds=ttl), idempotency_key=key or None,
             created_by=user if getattr(user, "pk", None) else None, created_at=now, updated_at=now,
             budget_usd=Decimal(str(budget)) if budget is not None else None,
-            parent_step_id=parent.step_id if parent is not None else None,
+            parent_step_id=parent.step_id if parent is not None else None, priority=priority,
         ) for start_input, key in items])
         for instance, start_fired in zip(instances, fired, strict=True):
             uow = UnitOfWork(instance, graph, now)

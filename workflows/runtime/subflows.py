@@ -116,7 +116,7 @@ class StepSubflows:
         key = f"subflow:{step.idempotency_key}:{len(children) + 1}"
         try:
             child = start_instance(target, start_input, idempotency_key=key, user=user,
-                                   parent=ParentLink(step.pk, self.depth + 1))
+                                   parent=ParentLink(step.pk, self.depth + 1), priority=step.priority)
         except (InputInvalid, ExpressionError, PayloadTooLarge) as exc:
             # The child's declared input refused it, a start condition failed on it, or it is too big.
             raise PermanentStepError(f"sub-workflow '{workflow}' refused its input: {exc}") from None

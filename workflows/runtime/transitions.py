@@ -18,6 +18,7 @@ from workflows.engine import expressions
 from workflows.engine.errors import ExpressionError, StepError
 from workflows.engine.graph import Edge, Graph, Node
 from workflows.engine.nodes import get_kind
+from workflows.engine.priorities import queue_name
 from workflows.engine.retry import RetryPolicy
 from workflows.engine.scheduling import advance, count_activations, edges_fired
 from workflows.engine.secrets import SecretScope
@@ -108,7 +109,7 @@ def new_step(uow: UnitOfWork, node_id: str, *, claim_for: str | None = None, tok
     step = StepRun(
         instance_id=inst.pk, node_id=node_id, node_type=node.type, visit=visit, queue=queue_for(node, kind),
         idempotency_key=f"{inst.pk}:{node_id}:{visit}", trace_id=inst.trace_id, created_at=uow.now,
-        due_at=uow.now, status=StepStatus.QUEUED,
+        due_at=uow.now, status=StepStatus.QUEUED, priority=node.priority or inst.priority,
     )
     if kind.structural:
         step.status = StepStatus.SUCCEEDED
@@ -197,7 +198,9 @@ def activate(uow: UnitOfWork, nodes: list[str], *, inline_queue: str | None = No
     candidates = [n for n in nodes if not get_kind(graph.nodes[n].type).structural]
     limit = graph.settings.max_concurrency
     active = len(steps_of(uow, ACTIVE)) if limit else 0
-    for node_id in nodes:
+    # Ready branches longest remaining path first: their steps get ids, queue places and (with
+    # max_concurrency) slots in that order, so with few workers the critical path starts first.
+    for node_id in graph.critical_first(nodes):
         node = graph.nodes[node_id]
         kind = get_kind(node.type)
         if kind.structural:
@@ -215,8 +218,10 @@ def activate(uow: UnitOfWork, nodes: list[str], *, inline_queue: str | None = No
             uow.set_instance(open_steps=inst.open_steps + 1)
             continue
         active += 1
+        # The same RQ queue: the same kind at the same priority (a successor at another priority
+        # waits its turn on its own queue).
         claim_inline = (inline_queue is not None and len(candidates) == 1 and not kind.is_async
-                        and queue_for(node, kind) == inline_queue)
+                        and queue_name(queue_for(node, kind), node.priority or inst.priority) == inline_queue)
         token = secrets.token_hex(8) if claim_inline else ""
         step = new_step(uow, node_id, claim_for=worker if claim_inline else None, token=token)
         uow.set_instance(open_steps=inst.open_steps + 1)

@@ -24,6 +24,7 @@ from datetime import datetime
 from typing import Any
 
 from workflows.engine.graph import Graph
+from workflows.engine.priorities import queue_name
 from workflows.engine.statuses import check_instance_transition, check_step_transition
 from workflows.models import ReviewItem, StepRun, WorkflowInstance
 
@@ -167,4 +168,5 @@ class UnitOfWork:
         return result
 
     def jobs(self) -> list[tuple[int, str]]:
-        return [(step.pk, step.queue) for step in self.enqueue]
+        """(step id, RQ queue) of each step to enqueue: its kind's queue at its priority."""
+        return [(step.pk, queue_name(step.queue, step.priority)) for step in self.enqueue]

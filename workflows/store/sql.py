@@ -165,7 +165,8 @@ class SqlStore(OrmStore):
                 self._json(unit, step.input), self._json(unit, step.output), self._json(unit, step.error),
                 self._json(unit, step.usage), step.worker, step.lease_token, self.ts(step.lease_until),
                 self.ts(step.due_at), step.idempotency_key, step.trace_id, self.ts(step.created_at),
-                self.ts(step.started_at), self.ts(step.finished_at), self.ts(step.heartbeat_at), step.degraded]
+                self.ts(step.started_at), self.ts(step.finished_at), self.ts(step.heartbeat_at), step.degraded,
+                step.priority]
 
     # Dialect hooks for the write batch: PostgreSQL's guarded forms fail the statement itself.
     update_step = sql.UPDATE_STEP

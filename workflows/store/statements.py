@@ -18,11 +18,12 @@ INSTANCE_COLUMNS = (
     "id", "version_id", "status", "input", "context", "state", "loop_count", "max_transitions", "deadline",
     "open_steps", "event_seq", "trace_id", "idempotency_key", "halt_reason", "error", "tokens", "cost_usd",
     "budget_usd", "created_by_id", "created_at", "updated_at", "finished_at", "definition_id", "parent_step_id",
+    "priority",
 )
 STEP_COLUMNS = (
     "id", "instance_id", "node_id", "node_type", "visit", "attempt", "status", "queue", "input", "output",
     "error", "usage", "worker", "lease_token", "lease_until", "due_at", "idempotency_key", "trace_id",
-    "created_at", "started_at", "finished_at", "heartbeat_at", "degraded",
+    "created_at", "started_at", "finished_at", "heartbeat_at", "degraded", "priority",
 )
 # JSON columns, by position in the lists above (hydration decodes them).
 INSTANCE_JSON = frozenset({"input", "context", "state", "error"})
@@ -160,7 +161,7 @@ _STEP_INSERTED = STEP_COLUMNS[1:]
 INSERT_STEP = (
     f"INSERT INTO {STEP} ({', '.join(_STEP_INSERTED)}) VALUES "
     f"(%s, %s, %s, %s, %s, %s, %s, %s::jsonb, %s::jsonb, %s::jsonb, %s::jsonb, %s, %s, %s, %s, %s, %s, "
-    f"%s, %s, %s, %s, %s) RETURNING id"
+    f"%s, %s, %s, %s, %s, %s) RETURNING id"
 )
 """A new step. Params: the columns of STEP_COLUMNS after id, in order."""
 

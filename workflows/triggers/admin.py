@@ -38,7 +38,7 @@ class RejectionInline(admin.TabularInline):
 class WebhookForm(forms.ModelForm):
     class Meta:
         model = Webhook
-        fields = ("name", "enabled", "input_mapping")
+        fields = ("name", "enabled", "input_mapping", "priority")
 
     def clean_input_mapping(self) -> dict[str, str]:
         try:
@@ -52,7 +52,7 @@ class WebhookAdmin(admin.ModelAdmin):
     form = WebhookForm
     list_display = ("hook_id", "definition", "name", "enabled", "created_at")
     list_filter = ("enabled",)
-    fields = ("definition", "hook_id", "name", "enabled", "input_mapping", "created_at")
+    fields = ("definition", "hook_id", "name", "enabled", "input_mapping", "priority", "created_at")
     readonly_fields = ("definition", "hook_id", "created_at")
     inlines = [RejectionInline]
 
@@ -73,7 +73,7 @@ class WebhookRejectionAdmin(admin.ModelAdmin):
 class ScheduleForm(forms.ModelForm):
     class Meta:
         model = Schedule
-        fields = ("definition", "cron", "timezone", "catch_up", "input", "enabled")
+        fields = ("definition", "cron", "timezone", "catch_up", "input", "priority", "enabled")
 
     def clean(self) -> dict[str, Any]:
         data: dict[str, Any] = super().clean() or {}

@@ -10,6 +10,7 @@ from __future__ import annotations
 from datetime import datetime, timedelta
 from typing import Any
 
+from workflows.engine.priorities import NORMAL
 from workflows.triggers import mapping
 from workflows.triggers.models import Webhook, new_secret
 
@@ -17,11 +18,13 @@ ROTATION_GRACE_S = 86400  # how long a rotated-out secret still verifies deliver
 MAX_NAME = 100
 
 
-def create_webhook(definition: Any, name: str, input_mapping: Any, now: datetime) -> Webhook:
-    """A new enabled webhook with a fresh secret; raises mapping.MappingError for a bad input mapping."""
+def create_webhook(definition: Any, name: str, input_mapping: Any, now: datetime,
+                   priority: str = NORMAL) -> Webhook:
+    """A new enabled webhook with a fresh secret; raises mapping.MappingError for a bad input mapping.
+    `priority`: the instances it starts (high, normal or low; engine/priorities.py)."""
     checked = mapping.check_mapping(input_mapping if input_mapping is not None else {})
     hook: Webhook = Webhook.objects.create(definition=definition, name=(name or "")[:MAX_NAME],
-                                           input_mapping=checked, created_at=now)
+                                           input_mapping=checked, created_at=now, priority=priority)
     return hook
 
 

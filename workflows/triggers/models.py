@@ -8,6 +8,7 @@ from typing import Any
 from django.db import models
 from django.utils import timezone as dj_timezone
 
+from workflows.engine.priorities import NORMAL, PRIORITIES
 from workflows.fields import EncryptedTextField
 
 
@@ -38,6 +39,8 @@ class Webhook(models.Model):
     # {input field: JSON pointer ("/a/0/b") or dotted path ("a.0.b") into the payload}; empty: the
     # whole payload (an object) is the start input.
     input_mapping = models.JSONField(default=dict, blank=True)
+    # high / normal / low: the priority of the instances it starts (engine/priorities.py).
+    priority = models.CharField(max_length=8, choices=[(p, p) for p in PRIORITIES], default=NORMAL)
     created_at = models.DateTimeField(default=dj_timezone.now)
 
     class Meta:
@@ -89,6 +92,8 @@ class Schedule(models.Model):
     input = models.JSONField(default=dict, blank=True)
     next_fire_at = models.DateTimeField(null=True, blank=True, db_index=True)
     last_fired_at = models.DateTimeField(null=True, blank=True)
+    # high / normal / low: the priority of the instances it starts (engine/priorities.py).
+    priority = models.CharField(max_length=8, choices=[(p, p) for p in PRIORITIES], default=NORMAL)
     created_at = models.DateTimeField(default=dj_timezone.now)
 
     class Meta:

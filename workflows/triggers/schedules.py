@@ -26,6 +26,7 @@ from croniter import CroniterBadDateError, croniter
 from django.conf import settings
 from django.db import IntegrityError, transaction
 
+from workflows.engine.priorities import NORMAL, parse_priority
 from workflows.runtime.starting import start_instance
 from workflows.triggers.models import CatchUp, Schedule, ScheduleFire
 
@@ -95,17 +96,19 @@ def latest_due(cron: str, zone: str, now: datetime) -> datetime:
 
 
 def create(definition: Any, cron: str, zone: str = "UTC", *, catch_up: str = CatchUp.SKIP,
-           start_input: dict[str, Any] | None = None, now: datetime) -> Schedule:
+           start_input: dict[str, Any] | None = None, now: datetime, priority: str = NORMAL) -> Schedule:
     """A schedule from the next future tick, checked as the triggers page, the admin and the API need:
-    raises ScheduleInvalid naming the cron expression, time zone, catch-up policy or input at fault."""
+    raises ScheduleInvalid naming the cron expression, time zone, catch-up policy, input or priority at
+    fault."""
     check(cron, zone)
     if start_input is not None and not isinstance(start_input, dict):
         raise ScheduleInvalid("the schedule's input must be a JSON object")
+    priority = parse_priority(priority, "the schedule's priority")
     if catch_up not in CatchUp.values:
         raise ScheduleInvalid(f"catch-up policy {catch_up!r} is not one of {', '.join(CatchUp.values)}")
     schedule: Schedule = Schedule.objects.create(
         definition=definition, cron=cron, timezone=zone, catch_up=catch_up, input=start_input or {},
-        next_fire_at=next_times(cron, zone, now, 1)[0], created_at=now)
+        next_fire_at=next_times(cron, zone, now, 1)[0], created_at=now, priority=priority)
     return schedule
 
 
@@ -128,7 +131,8 @@ def fire(schedule: Schedule, tick: datetime, now: datetime, *, missed: bool = Fa
             fired: ScheduleFire = ScheduleFire.objects.create(schedule=schedule, fire_at=tick, missed=missed,
                                                               created_at=now)
             instance = start_instance(version, dict(schedule.input),
-                                      idempotency_key=f"schedule:{schedule.pk}:{tick.isoformat()}", now=now)
+                                      idempotency_key=f"schedule:{schedule.pk}:{tick.isoformat()}", now=now,
+                                      priority=schedule.priority)
             fired.instance = instance
             fired.save(update_fields=["instance"])
     except IntegrityError:

@@ -74,7 +74,7 @@ def receive(slug: str, hook_id: str, body: bytes, headers: dict[str, str], now: 
     key = f"webhook:{hook.hook_id}:{delivery_id}"
     seen = WorkflowInstance.objects.filter(definition_id=hook.definition_id, idempotency_key=key).exists()
     try:
-        instance = start_instance(version, start_input, idempotency_key=key, now=now)
+        instance = start_instance(version, start_input, idempotency_key=key, now=now, priority=hook.priority)
     except PayloadTooLarge as exc:
         return reject(hook, 413, str(exc), delivery_id, now)
     except ValueError as exc:  # check_payload: not storable as given

@@ -7,6 +7,7 @@ import django_rq
 from django.core.management.base import BaseCommand, CommandError
 from rq.worker import BaseWorker
 
+from workflows.engine.priorities import queue_names
 from workflows.workers import ForkingStepWorker, StepWorker, make_worker
 
 QUEUES = ("ai", "io", "default")
@@ -15,7 +16,8 @@ log = logging.getLogger("steadyflow.worker")
 
 class Command(BaseCommand):
     help = ("Run a worker for one or more queues. The `ai` queue gets the asyncio consumer that keeps many "
-            "LLM calls in flight; `io` and `default` get an RQ worker.")
+            "LLM calls in flight; `io` and `default` get an RQ worker. Each queue is served at every priority "
+            "(`default:high`, `default`, `default:low`): high first, low never starved.")
 
     def add_arguments(self, parser: Any) -> None:
         parser.add_argument("queues", nargs="+", choices=QUEUES)
@@ -40,7 +42,8 @@ class Command(BaseCommand):
                 pass
             return
         worker_class: type[BaseWorker] = ForkingStepWorker if options["fork"] else StepWorker
-        rq_queues = [django_rq.get_queue(name) for name in queues]
+        # Each kind's queues, one per priority (engine/priorities.py): the worker orders them.
+        rq_queues = [django_rq.get_queue(name) for kind in queues for name in queue_names(kind)]
         try:
             # Both wait for Redis while it is down, at start and later (workflows/redis_outage.py).
             worker = make_worker(worker_class, rq_queues, name=options["name"])

@@ -13,6 +13,7 @@ from workflows.api_shapes import run_summary
 from workflows.definitions import save_document
 from workflows.engine.errors import ExpressionError, GraphInvalid, PayloadTooLarge
 from workflows.engine.inputs import InputInvalid
+from workflows.engine.priorities import NORMAL, PRIORITIES
 from workflows.engine.statuses import InstanceStatus
 from workflows.models import WorkflowDefinition
 
@@ -33,6 +34,8 @@ class Command(BaseCommand):
         parser.add_argument("--wait", type=float, default=0.0, help="seconds to wait for the instance to settle")
         parser.add_argument("--idempotency-key", default=None,
                             help="a repeated key returns the instance it started (keys are per workflow)")
+        parser.add_argument("--priority", choices=PRIORITIES, default=NORMAL,
+                            help="high work is taken before normal, normal before low (README, Priorities)")
         parser.add_argument("--burst", action="store_true",
                             help="run the steps in this process (no workers needed); implies waiting")
         parser.add_argument("--inputs", default=None, metavar="FILE",
@@ -52,7 +55,8 @@ class Command(BaseCommand):
         version = self._version(options["workflow"])
         try:
             instance = runtime.start_instance(version, start_input,
-                                               idempotency_key=options["idempotency_key"])
+                                               idempotency_key=options["idempotency_key"],
+                                               priority=options["priority"])
         except (PayloadTooLarge, InputInvalid) as exc:
             raise CommandError(exc.message) from None
         except ExpressionError as exc:  # a start condition failed on this input
@@ -93,7 +97,7 @@ class Command(BaseCommand):
             raise CommandError(f"{source} holds no start input")
         version = self._version(options["workflow"])
         try:
-            instances = runtime.start_instances(version, inputs)
+            instances = runtime.start_instances(version, inputs, priority=options["priority"])
         except (PayloadTooLarge, InputInvalid) as exc:
             raise CommandError(exc.message) from None
         except ExpressionError as exc:
