@@ -9,9 +9,11 @@ from __future__ import annotations
 
 import base64
 import binascii
+import json
 from datetime import UTC, datetime
 from typing import Any, Literal
 
+from django.core.serializers.json import DjangoJSONEncoder
 from django.http import HttpRequest
 from ninja import Field, Header, Query, Router, Schema, Status
 from pydantic import field_validator
@@ -19,6 +21,7 @@ from pydantic import field_validator
 from dashboard import permissions
 from dashboard.api import MAX_IDEMPOTENCY_KEY, events_after, instance_json, start_workflow
 from dashboard.instance_api import step_json
+from dashboard.report_views import report_for
 from dashboard.v1 import following
 from dashboard.v1.auth import has_scope, need
 from dashboard.v1.problems import Problem
@@ -102,6 +105,17 @@ def start_many(request: HttpRequest, slug: str, body: StartManyIn,
 def get(request: HttpRequest, instance_id: int) -> dict[str, Any]:
     need(request, "read", VIEW)
     return instance_json(instance_or_404(instance_id))
+
+
+@router.get("/instances/{instance_id}/report", response=dict[str, Any], summary="An instance's run report")
+def report(request: HttpRequest, instance_id: int) -> dict[str, Any]:
+    """The run report (README, The site): the path taken, per step and per node attempts, retries,
+    durations, tokens, cost, tool calls and cache hits, halts and decisions, totals. The same document
+    as `/api/instances/<id>/report` (dates ISO 8601, money as strings)."""
+    need(request, "read", VIEW)
+    document: dict[str, Any] = json.loads(json.dumps(report_for(instance_or_404(instance_id)),
+                                                     cls=DjangoJSONEncoder))
+    return document
 
 
 class ListFilters(Schema):

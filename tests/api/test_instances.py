@@ -79,6 +79,17 @@ def test_get_and_events_after_a_sequence_number(as_role: Any) -> None:
     assert_problem(api.get(f"instances/{instance.pk}/events?after=x"), 422)
 
 
+def test_the_run_report_is_the_pages_report(as_role: Any, client: Client) -> None:
+    instance = runtime.start_instance(save_version("simple", SIMPLE), {})
+    api = as_role("viewer")
+    report = api.get(f"instances/{instance.pk}/report").json()
+    assert report["instance"]["id"] == instance.pk and report["path"]
+    # The same document as the pages' JSON endpoint.
+    client.force_login(User.objects.get(username="viewer"))
+    assert client.get(f"/api/instances/{instance.pk}/report").json() == report
+    assert_problem(api.get("instances/999999/report"), 404, "instance 999999 does not exist")
+
+
 def test_list_filters_and_cursor(as_role: Any) -> None:
     simple, human = save_version("simple", SIMPLE), save_version("human", HUMAN)
     made = [runtime.start_instance(simple, {"i": i}) for i in range(5)]

@@ -277,6 +277,7 @@ V1_MATRIX: dict[str, list[Action]] = {
     "start": [api("POST", lambda w: V1 + f"workflows/{SLUG}/instances", START_API, {"input": {}})],
     "start_many": [api("POST", lambda w: V1 + f"workflows/{SLUG}/instances/bulk", START_API, {"inputs": [{}]})],
     "get": [api("GET", lambda w: V1 + f"instances/{w.task.pk}", VIEW_API)],
+    "report": [api("GET", lambda w: V1 + f"instances/{w.task.pk}/report", VIEW_API)],
     "list_instances": [api("GET", lambda w: V1 + "instances", VIEW_API)],
     "events": [api("GET", lambda w: V1 + f"instances/{w.task.pk}/events", VIEW_API)],
     "event_stream": [api("GET", lambda w: V1 + f"instances/{w.task.pk}/events/stream", VIEW_API)],

@@ -75,6 +75,8 @@ function nodePanel(node) {
     sections.push(section("Execution",
       field({ path: "queue", label: "Queue", kind: "select", options: CFG.queues, value: data.queue,
         placeholder: `— (the type's default: ${type.default_queue || "default"})`, apply: apply("queue") }),
+      field({ path: "priority", label: "Priority", kind: "select", options: ["high", "normal", "low"],
+        value: data.priority, placeholder: "— (the instance's)", apply: apply("priority") }),
       field({ path: "timeout_s", label: "Timeout (s)", kind: "number", value: data.timeout_s, apply: apply("timeout_s"),
         placeholder: "server default" }),
       field({ path: "retry.max_attempts", label: "Retry: max attempts", kind: "integer", min: 1, max: 100,
