@@ -2,14 +2,10 @@
  * save dialog shows it before "Save anyway": who saved what, when, and what saving anyway replaces.
  * Pure (tests/js/conflict.test.mjs). */
 
+import { stamp } from "../lib/format.js";
 import { diffRows } from "./model.js";
 
-/** "2026-12-01 15:04:05 UTC": the pages' one date format (dashboard/templatetags/timestamps.py). */
-export function stamp(iso) {
-  const d = new Date(iso);
-  if (Number.isNaN(d.getTime())) return String(iso || "");
-  return d.toISOString().slice(0, 19).replace("T", " ") + " UTC";
-}
+export { stamp };  // the one date format, from lib/format.js
 
 /**
  * {headline, message, theirs: rows, yours: rows, theirsKnown} (rows as model.js diffRows makes them).

@@ -6,6 +6,7 @@ import { request } from "../lib/api.js";
 import { CFG, state, view, isDirty } from "./context.js";
 import { diffRows } from "./model.js";
 import { conflictView } from "./conflict.js";
+import { stamp } from "../lib/format.js";
 import { edgeList, realEdges, snapshot, toGraph } from "./canvas.js";
 import { showIssues, validate } from "./validation.js";
 import { toast, updateToolbar } from "./toolbar.js";
@@ -105,7 +106,7 @@ export async function openVersions() {
       el("td", {}, el("strong", {}, "v" + v.number), current ? el("span", { class: "badge" }, "open") : null),
       el("td", {}, v.message || "—"),
       el("td", {}, v.created_by || "—"),
-      el("td", {}, new Date(v.created_at).toLocaleString()),
+      el("td", {}, stamp(v.created_at)),
       el("td", {}, String(v.instances)),
       el("td", { class: "actions" },
         current ? null : el("a", { href: `${CFG.urls.editor}?version=${v.number}`, class: "button" }, "Open"),

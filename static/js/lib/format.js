@@ -1,5 +1,12 @@
 /* Formatting shared by the pages: times, durations, ages. */
 
+/** "2026-12-01 15:04:05 UTC": the pages' one date format (dashboard/templatetags/timestamps.py). */
+export function stamp(iso) {
+  const d = new Date(iso);
+  if (Number.isNaN(d.getTime())) return String(iso || "");
+  return d.toISOString().slice(0, 19).replace("T", " ") + " UTC";
+}
+
 /** "14:03:07.123" (local time, 24 h, milliseconds). */
 export function fmtTime(iso) {
   if (!iso) return "—";
