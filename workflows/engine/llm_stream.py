@@ -20,9 +20,8 @@ from collections.abc import Callable, Mapping
 from typing import Any
 
 from workflows.engine import outbound
-from workflows.engine.errors import OutboundBlocked, ProviderError, StepTimeout
-from workflows.engine.providers import LLMReply
-from workflows.engine.secrets import scrub_text
+from workflows.engine.errors import ProviderError
+from workflows.engine.providers import LLMReply, chat_completion
 
 log = logging.getLogger("steadyflow.llm")
 
@@ -109,33 +108,12 @@ async def openai_chat_stream(*, base_url: str, api_key: str, model: str, message
                              extra: Mapping[str, Any] | None = None, policy: outbound.Policy,
                              traceparent: str | None = None) -> LLMReply:
     """providers.openai_chat, streamed: the same request with `stream: true`, the same errors."""
-    headers = {"Content-Type": "application/json", "Accept": "text/event-stream"}
-    if traceparent:
-        headers["traceparent"] = traceparent
-    if api_key:
-        headers["Authorization"] = f"Bearer {api_key}"
     payload: dict[str, Any] = {"model": model, "messages": messages, **(extra or {}), "stream": True,
                                "stream_options": {"include_usage": True}}
     parser = StreamParser(on_text)
-    try:
-        response = await outbound.arequest("POST", base_url.rstrip("/") + "/chat/completions", json=payload,
-                                           headers=headers, timeout_s=timeout_s, policy=policy, pool=base_url,
-                                           limit=limit, on_chunk=parser.feed)
-    except outbound.DeadlineExceeded:
-        raise StepTimeout(f"LLM call timed out after {timeout_s:g} s") from None
-    except OutboundBlocked:
-        raise
-    except (outbound.ResponseTooLarge, outbound.UndecodableBody) as exc:
-        raise ProviderError(f"LLM provider reply {exc.message}", permanent=True) from None
-    except outbound.TransportFailed as exc:
-        raise ProviderError(scrub_text(f"LLM provider unreachable: {exc.message}", (api_key,))) from None
-    status = response.status
-    if status == 429 or status >= 500:
-        raise ProviderError(f"LLM provider answered HTTP {status}", details={"status": status})
-    if status >= 400:
-        text = scrub_text(response.text, (api_key,))[:300]
-        raise ProviderError(f"LLM provider answered HTTP {status}: {text}", permanent=True,
-                            details={"status": status})
+    response = await chat_completion(base_url=base_url, api_key=api_key, payload=payload, timeout_s=timeout_s,
+                                     limit=limit, policy=policy, traceparent=traceparent, stream=True,
+                                     on_chunk=parser.feed)
     parser.close()
     if not parser.chunks:
         return _unstreamed(response, model, on_text)

@@ -6,7 +6,7 @@ aiohttp underneath so hundreds of calls can be in flight on one event loop; see 
 from __future__ import annotations
 
 import json
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -46,22 +46,25 @@ async def close_sessions() -> None:
     await outbound.close_pools()
 
 
-async def openai_chat(*, base_url: str, api_key: str, model: str, messages: list[dict[str, Any]],
-                      timeout_s: float, limit: int, extra: Mapping[str, Any] | None = None,
-                      policy: outbound.Policy, traceparent: str | None = None) -> LLMReply:
-    """`policy` says where the base URL may point: trusted for the operator's STEADYFLOW_LLM_BASE_URL
-    (a local model server is fine), untrusted for anything users can type."""
+async def chat_completion(*, base_url: str, api_key: str, payload: dict[str, Any], timeout_s: float, limit: int,
+                          policy: outbound.Policy, traceparent: str | None = None, stream: bool = False,
+                          on_chunk: Callable[[bytes], None] | None = None) -> outbound.Reply:
+    """POST a chat-completions request through the guarded client and map what can go wrong to step
+    errors (the one place for both the plain and the streamed call): 429/5xx and transport failures
+    are provider-side (counted by the breaker), other 4xx permanent; the key never reaches a message.
+    `policy` says where the base URL may point: trusted for the operator's STEADYFLOW_LLM_BASE_URL (a
+    local model server is fine), untrusted for anything users can type."""
     headers = {"Content-Type": "application/json"}
+    if stream:
+        headers["Accept"] = "text/event-stream"
     if traceparent:
         headers["traceparent"] = traceparent  # the step's span (workflows/runtime/observe.py)
     if api_key:
         headers["Authorization"] = f"Bearer {api_key}"
-    payload: dict[str, Any] = {"model": model, "messages": messages, **(extra or {})}
-    url = base_url.rstrip("/") + "/chat/completions"
     try:
-        response = await outbound.arequest("POST", url, json=payload, headers=headers, timeout_s=timeout_s,
-                                           policy=policy, pool=base_url,
-                                           limit=limit)
+        response = await outbound.arequest("POST", base_url.rstrip("/") + "/chat/completions", json=payload,
+                                           headers=headers, timeout_s=timeout_s, policy=policy, pool=base_url,
+                                           limit=limit, on_chunk=on_chunk)
     except outbound.DeadlineExceeded:
         raise StepTimeout(f"LLM call timed out after {timeout_s:g} s") from None
     except OutboundBlocked:
@@ -79,6 +82,16 @@ async def openai_chat(*, base_url: str, api_key: str, model: str, messages: list
         text = scrub_text(response.text, (api_key,))[:300]
         raise ProviderError(f"LLM provider answered HTTP {status}: {text}", permanent=True,
                             details={"status": status})
+    return response
+
+
+async def openai_chat(*, base_url: str, api_key: str, model: str, messages: list[dict[str, Any]],
+                      timeout_s: float, limit: int, extra: Mapping[str, Any] | None = None,
+                      policy: outbound.Policy, traceparent: str | None = None) -> LLMReply:
+    """One chat completion (chat_completion says where it may go and what its errors are)."""
+    payload: dict[str, Any] = {"model": model, "messages": messages, **(extra or {})}
+    response = await chat_completion(base_url=base_url, api_key=api_key, payload=payload, timeout_s=timeout_s,
+                                     limit=limit, policy=policy, traceparent=traceparent)
     try:
         data = json.loads(response.body)
     except (ValueError, UnicodeDecodeError):
