@@ -25,7 +25,6 @@ import argparse
 import importlib.util
 import json
 import os
-import secrets
 import shutil
 import signal
 import sys
@@ -34,7 +33,7 @@ import traceback
 from pathlib import Path
 from typing import Any
 
-from bench.harness import ROOT, Cluster, make_database, note, redact, wait_until
+from bench.harness import ROOT, Cluster, make_database, note, production_keys, redact, wait_until
 from bench.measure import RUN, CpuMeter, emit, engine_store, load_average, wait_workers
 
 DEFAULT_WORKLOADS = ("W1", "W2", "W3", "live", "workers")
@@ -118,8 +117,7 @@ def main(argv: list[str]) -> int:
             "LOG_LEVEL": os.environ.get("BENCH_LOG_LEVEL", "WARNING"),
             "DJANGO_SETTINGS_MODULE": "bench.settings" if args.pg_options else "dashboard.settings",
             "BENCH_PG_OPTIONS": args.pg_options,
-            # Production settings refuse to start without one (DEBUG would log every query).
-            "SECRET_KEY": os.environ.get("SECRET_KEY") or secrets.token_urlsafe(50),
+            **production_keys(),
         })
         if args.store:
             env["STEADYFLOW_STORE"] = args.store

@@ -8,6 +8,7 @@ which `python -m bench` calls on normal exit, on an error and on Ctrl-C / SIGTER
 from __future__ import annotations
 
 import os
+import secrets
 import shutil
 import signal
 import subprocess
@@ -24,6 +25,16 @@ from scripts.devrun import redis_binary  # the dev runner's bundled redis-server
 
 ROOT = Path(__file__).resolve().parent.parent
 PY = sys.executable
+
+
+def production_keys() -> dict[str, str]:
+    """The keys production settings refuse to start without (the benchmarks run with DEBUG off: DEBUG
+    would log every query): SECRET_KEY and STEADYFLOW_CREDENTIALS_KEY, the environment's or throwaway ones."""
+    from cryptography.fernet import Fernet
+
+    credentials_key = os.environ.get("STEADYFLOW_CREDENTIALS_KEY") or Fernet.generate_key().decode()
+    return {"SECRET_KEY": os.environ.get("SECRET_KEY") or secrets.token_urlsafe(50),
+            "STEADYFLOW_CREDENTIALS_KEY": credentials_key}
 
 
 def note(message: str) -> None:

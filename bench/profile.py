@@ -23,7 +23,6 @@ import json
 import os
 import pstats
 import re
-import secrets
 import shutil
 import statistics
 import sys
@@ -35,7 +34,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from bench.harness import ROOT, Cluster, make_database, note
+from bench.harness import ROOT, Cluster, make_database, note, production_keys
 
 PHASES = ("claim", "build+run", "finish")
 
@@ -262,9 +261,7 @@ def main(argv: list[str]) -> int:
     try:
         redis_url = os.environ.get("BENCH_REDIS_URL") or cluster.start_redis()
         env = {**os.environ, "DATABASE_URL": db.url, "REDIS_URL": redis_url, "LOG_LEVEL": "WARNING",
-               "DJANGO_SETTINGS_MODULE": "dashboard.settings",
-               # Production settings refuse to start without one (DEBUG would log every query).
-               "SECRET_KEY": os.environ.get("SECRET_KEY") or secrets.token_urlsafe(50)}
+               "DJANGO_SETTINGS_MODULE": "dashboard.settings", **production_keys()}
         db.migrate(env)
         os.environ.update(env)
         sys.path.insert(0, str(ROOT))
