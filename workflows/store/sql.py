@@ -246,6 +246,7 @@ class SqlStore(OrmStore):
         self.after_commit_many(units)
 
     def apply(self, unit: UnitOfWork, *, effects: bool = True) -> None:
+        written: tuple[dict[Any, Any], list[Any]] | None = None
         if unit.new_reviews:
             # Review items are rare (halts, human tasks) and need their step's id, and their own id
             # goes into an event: write the steps first, the items through the ORM, then the rest.
@@ -255,6 +256,9 @@ class SqlStore(OrmStore):
                     self.run_batch([(sql.CLOSE_REVIEWS, (self.ts(unit.now), unit.instance.pk))])
                     unit.close_reviews = False
                 self._check_steps(unit, self.run_batch(self._step_batch(unit)))
+            # Written: the batch below must not write them again, but the post-commit effects
+            # (commit observers: the step metrics) read them, so they are put back afterwards.
+            written = (dict(unit.changes), list(unit.new_steps))
             unit.changes.clear()
             unit.new_steps.clear()
             for item in unit.new_reviews:
@@ -263,6 +267,9 @@ class SqlStore(OrmStore):
         with connection.wrap_database_errors:
             cursors = self.run_batch(batch)
             self._check_steps(unit, cursors[1:1 + steps])
+        if written is not None:
+            unit.changes.update(written[0])
+            unit.new_steps[:0] = written[1]
         if effects:
             self.after_commit(unit)
 
