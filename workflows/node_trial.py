@@ -74,6 +74,18 @@ def parse_sample(value: Any) -> Sample:
                   steps=dict(value.get("steps") or {}))
 
 
+def pinned_sample(graph_json: Any, node_id: str) -> tuple[Any, Any]:
+    """The sample and llm response pinned to a node (the editor's *Pin sample*), or (None, None): what a
+    test runs with when the request brings neither."""
+    nodes = graph_json.get("nodes") if isinstance(graph_json, dict) else None
+    raw = next((n for n in nodes or [] if isinstance(n, dict) and n.get("id") == node_id), None)
+    pinned = raw.get("sample") if raw is not None else None
+    if not isinstance(pinned, dict):
+        return None, None
+    sample = {key: value for key, value in pinned.items() if key != "pinned_response"}
+    return sample, pinned.get("pinned_response")
+
+
 def pinned_script(response: Any) -> list[dict[str, Any]]:
     """A pinned llm response as the scripted provider's one-entry script (checked against its schema)."""
     from jsonschema import Draft202012Validator

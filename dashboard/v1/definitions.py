@@ -24,6 +24,8 @@ from dashboard.editor_api import (
 )
 from dashboard.planner_api import plan_json
 from dashboard.v1.auth import need
+from dashboard.v1.problems import Problem
+from workflows import node_trial
 from workflows.credentials import validate as validate_graph  # the graph checks plus credential names
 from workflows.models import WorkflowDefinition
 
@@ -62,8 +64,6 @@ def export_graph(request: HttpRequest, slug: str,
     if version is None:
         latest = definition.latest_version()
         if latest is None:
-            from dashboard.v1.problems import Problem
-
             raise Problem(404, f"workflow {slug!r} has no saved version")
         version = latest.number
     found = version_or_404(definition, version)
@@ -128,3 +128,39 @@ def plan(request: HttpRequest, slug: str, body: PlanIn) -> dict[str, Any]:
     not validate is refused (400) with `errors` naming each problem's node."""
     need(request, "design", VIEW, permissions.SAVE_VERSION)
     return plan_json(slug, body.dict())
+
+
+class NodeTestIn(Schema):
+    graph: dict[str, Any] | None = Field(None, description="An unsaved graph to test the node in (default: the "
+                                                           "latest version's).")
+    sample: dict[str, Any] | None = Field(None, description="{context?, input?, steps?}: what the node sees. "
+                                                            "Without `sample` and `pinned_response`, the node's "
+                                                            "pinned sample (and pinned response) is used.")
+    pinned_response: dict[str, Any] | None = Field(None, description="llm nodes: a scripted response "
+                                                                     "({\"text\": ...}) instead of the provider.")
+
+
+@router.post("/workflows/{slug}/nodes/{node_id}/test", response=dict[str, Any], summary="Test one node")
+def test_node(request: HttpRequest, slug: str, node_id: str, body: NodeTestIn) -> dict[str, Any]:
+    """Run one python, http, llm or router node alone on a sample, as the editor's *Test node* does
+    (workflows/node_trial.py): {node, type, config (rendered, secrets as placeholders), output,
+    context_updates, usage, routing (each outgoing edge and whether it fires), error, duration_ms}.
+    Nothing is stored. An http node really calls out and a python node really calls its function, so
+    this needs the `design` scope and a designer."""
+    need(request, "design", VIEW, permissions.SAVE_VERSION)
+    definition = definition_or_404(slug)
+    graph = body.graph
+    if graph is None:
+        latest = definition.latest_version()
+        if latest is None:
+            raise Problem(404, f"workflow {slug!r} has no saved version: send the graph to test")
+        graph = latest.graph
+    sample, response = body.sample, body.pinned_response
+    if sample is None and response is None:
+        sample, response = node_trial.pinned_sample(graph, node_id)
+    try:
+        return node_trial.run_trial(graph, node_id, sample, response)
+    except node_trial.TrialRefused as exc:
+        errors = exc.extra.get("errors")
+        headers = {"Retry-After": "1"} if exc.status == 429 else None
+        raise Problem(exc.status, exc.message, errors if isinstance(errors, list) else None, headers) from None

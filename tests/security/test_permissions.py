@@ -293,6 +293,8 @@ V1_MATRIX: dict[str, list[Action]] = {
                  {"graph": GRAPH, "message": "again", "base_version": 1})],
     "diff": [api("GET", lambda w: V1 + f"workflows/{SLUG}/diff?from=1&to=1", VIEW_API)],
     "plan": [api("POST", lambda w: V1 + f"workflows/{SLUG}/plan", PLAN_API, PLAN_BODY)],
+    "test_node": [api("POST", lambda w: V1 + f"workflows/{SLUG}/nodes/pick/test",
+                      row(401, 403, 403, 200, 403, 403, 200), ROUTED)],
     "list_reviews": [api("GET", lambda w: V1 + "reviews", VIEW_API)],
     "get_review": [api("GET", lambda w: V1 + f"reviews/{w.ids['task_item']}", VIEW_API)],
     "decide": [api("POST", lambda w: V1 + f"reviews/{w.ids['task_item']}/decide", ANSWER_API, {"action": "approve"}),
