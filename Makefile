@@ -4,7 +4,7 @@ VENV := .venv
 PY := $(VENV)/bin/python
 STAMP := $(VENV)/.installed-$(shell cksum pyproject.toml | cut -d' ' -f1)
 
-.PHONY: run test test-js test-engine bench lint vendor install clean
+.PHONY: run test test-js test-engine test-inprocess bench lint vendor install clean
 
 install: $(STAMP)
 
@@ -32,6 +32,10 @@ test-js: install
 ## The engine suite only (engine, runtime and stores in process, workflows on real workers; no browser).
 test-engine: install
 	$(PY) scripts/devrun.py with-redis -- $(PY) -m pytest tests/engine tests/runtime tests/store tests/workflows $(PYTEST_ARGS)
+
+## The in-process layers only (engine, runtime, stores: no worker processes, no browser): CI's ORM-store pass.
+test-inprocess: install
+	$(PY) scripts/devrun.py with-redis -- $(PY) -m pytest tests/engine tests/runtime tests/store $(PYTEST_ARGS)
 
 ## Benchmarks: one JSON line per workload on stdout (each run makes its own database and Redis).
 bench: install
