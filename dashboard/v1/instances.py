@@ -7,8 +7,6 @@ Instances are shaped by dashboard.api.instance_json (the CLI's run summary keyed
 
 from __future__ import annotations
 
-import base64
-import binascii
 import json
 from datetime import UTC, datetime
 from typing import Any, Literal
@@ -24,6 +22,7 @@ from dashboard.instance_api import step_json
 from dashboard.report_views import report_for
 from dashboard.v1 import following
 from dashboard.v1.auth import has_scope, need
+from dashboard.v1.pages import PAGE_MOST, cursor_field, newest_first
 from dashboard.v1.problems import Problem
 from workflows import operations
 from workflows.engine.statuses import InstanceStatus
@@ -31,7 +30,6 @@ from workflows.models import WorkflowInstance, WorkflowVersion
 
 router = Router(tags=["instances"])
 VIEW = permissions.VIEW_INSTANCES
-PAGE_MOST = 200
 
 
 def traceparent_header() -> Any:
@@ -123,7 +121,7 @@ class ListFilters(Schema):
     status: InstanceStatus | None = None
     created_after: datetime | None = Field(None, description="ISO 8601; inclusive.")
     created_before: datetime | None = Field(None, description="ISO 8601; exclusive.")
-    cursor: str | None = Field(None, max_length=100, description="`next_cursor` of the previous page.")
+    cursor: str | None = cursor_field()
     limit: int = Field(50, ge=1, le=PAGE_MOST)
 
     @field_validator("created_after", "created_before")
@@ -136,22 +134,6 @@ class ListFilters(Schema):
             return value.replace(tzinfo=UTC) if value.tzinfo is None else value.astimezone(UTC)
         except OverflowError:
             raise ValueError("out of range once converted to UTC") from None
-
-
-def encode_cursor(last_id: int) -> str:
-    return base64.urlsafe_b64encode(f"id:{last_id}".encode()).decode().rstrip("=")
-
-
-def decode_cursor(cursor: str) -> int:
-    try:
-        text = base64.urlsafe_b64decode(cursor + "=" * (-len(cursor) % 4)).decode()
-        kind, _, value = text.partition(":")
-        if kind != "id" or not value.isascii() or not value.isdecimal() or len(value) > 18:
-            raise ValueError(text)
-        return int(value)
-    except (ValueError, binascii.Error, UnicodeDecodeError):
-        raise Problem(422, "invalid cursor: pass the next_cursor of the previous page unchanged",
-                      [{"field": "query.cursor", "message": "not a cursor this API made"}]) from None
 
 
 @router.get("/instances", response=dict[str, Any], summary="List instances")
@@ -170,13 +152,7 @@ def list_instances(request: HttpRequest, filters: Query[ListFilters]) -> dict[st
         rows = rows.filter(created_at__gte=filters.created_after)
     if filters.created_before:
         rows = rows.filter(created_at__lt=filters.created_before)
-    if filters.cursor:
-        rows = rows.filter(pk__lt=decode_cursor(filters.cursor))
-    page = list(rows.order_by("-id")[:filters.limit + 1])
-    more = len(page) > filters.limit
-    page = page[:filters.limit]
-    return {"items": [instance_json(instance) for instance in page],
-            "next_cursor": encode_cursor(page[-1].pk) if more else None}
+    return newest_first(rows, filters.cursor, filters.limit, instance_json)
 
 
 @router.get("/instances/{instance_id}/events", response=dict[str, Any], summary="Events after a sequence number")

@@ -11,13 +11,13 @@ from ninja import Field, Query, Router, Schema
 
 from dashboard import permissions
 from dashboard.v1.auth import need
+from dashboard.v1.pages import PAGE_MOST, cursor_field, newest_first
 from dashboard.v1.problems import Problem
 from workflows import review
 from workflows.models import ReviewItem, ReviewReason, ReviewStatus
 
 router = Router(tags=["reviews"])
 VIEW = (permissions.VIEW_REVIEWS, permissions.VIEW_INSTANCES)
-PAGE_MOST = 200
 
 
 def item_json(item: ReviewItem, user: Any = None) -> dict[str, Any]:
@@ -49,7 +49,7 @@ class ReviewFilters(Schema):
     reason: ReviewReason | None = None
     workflow: str | None = Field(None, max_length=200)
     instance: int | None = Field(None, ge=1, le=2**62)
-    cursor: int | None = Field(None, ge=1, le=2**62, description="`next_cursor` of the previous page.")
+    cursor: str | None = cursor_field()
     limit: int = Field(50, ge=1, le=PAGE_MOST)
 
 
@@ -66,12 +66,7 @@ def list_reviews(request: HttpRequest, filters: Query[ReviewFilters]) -> dict[st
         rows = rows.filter(instance__version__definition__slug=filters.workflow)
     if filters.instance:
         rows = rows.filter(instance_id=filters.instance)
-    if filters.cursor:
-        rows = rows.filter(pk__lt=filters.cursor)
-    page = list(rows.order_by("-id")[:filters.limit + 1])
-    more = len(page) > filters.limit
-    page = page[:filters.limit]
-    return {"items": [item_json(item) for item in page], "next_cursor": page[-1].pk if more else None}
+    return newest_first(rows, filters.cursor, filters.limit, item_json)
 
 
 @router.get("/reviews/{item_id}", response=dict[str, Any], summary="Get a review item")

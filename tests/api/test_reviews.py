@@ -27,6 +27,10 @@ def test_list_and_get(as_role: Any) -> None:
     page = api.get("reviews?limit=1").json()
     assert [i["id"] for i in page["items"]] == [second.pk]
     assert [i["id"] for i in api.get(f"reviews?limit=1&cursor={page['next_cursor']}").json()["items"]] == [first.pk]
+    # The cursor is opaque, as the instance list's: a made-up one is a 422 naming the field.
+    assert isinstance(page["next_cursor"], str) and page["next_cursor"] != str(second.pk)
+    refused = api.get(f"reviews?cursor={first.pk}")
+    assert refused.status_code == 422 and refused.json()["errors"][0]["field"] == "query.cursor"
     assert api.get("reviews?reason=ttl_expired").json()["items"] == []
     assert [i["id"] for i in api.get(f"reviews?instance={first.instance_id}").json()["items"]] == [first.pk]
     assert api.get("reviews?workflow=human&status=approved").json()["items"] == []
