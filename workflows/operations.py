@@ -15,7 +15,7 @@ from django.db import transaction
 from django.utils import timezone
 
 from workflows import runtime
-from workflows.engine.graph import Graph
+from workflows.engine import scheduling
 from workflows.engine.nodes import get_kind
 from workflows.engine.statuses import InstanceStatus, StepStatus
 from workflows.models import AuditEntry, Checkpoint, Event, StepRun, WorkflowInstance
@@ -158,8 +158,9 @@ def rerun_from_node(instance_id: int, node_id: str, user: Any = None, *, note: s
                     now: datetime | None = None) -> StepRun:
     """Run a finished instance again from one node: a new visit of the node with the context restored
     from the checkpoint taken when its latest visit was activated. Joins downstream of the node count
-    the branches that do not pass through it as they resolved the first time; steps cut short by the
-    stop (and failed steps off the rerun path) run again too."""
+    the branches that do not pass through it as they resolved the first time, keyed by the join slots
+    the scheduler uses (scheduling.joins_for_rerun); steps cut short by the stop (and failed steps off
+    the rerun path) run again too."""
     now = now or timezone.now()
     with transaction.atomic():
         inst = runtime.lock(instance_id)
@@ -185,7 +186,8 @@ def rerun_from_node(instance_id: int, node_id: str, user: Any = None, *, note: s
         before = _snapshot(inst)
         rerun_path = graph.reachable_from(node_id) | {node_id}
         state = inst.state
-        state["joins"] = _joins_for_rerun(inst, graph, rerun_path, state.get("joins") or {})
+        last = _resolutions(inst, scheduling.rerun_deciders(graph, rerun_path))
+        state["joins"] = scheduling.joins_for_rerun(graph, rerun_path, state.get("joins") or {}, last)
         if state.get("ended") in rerun_path:
             state.pop("ended")
         again = [s.node_id for s in _cut_short(inst) if s.node_id in graph.nodes and s.node_id not in rerun_path]
@@ -245,27 +247,3 @@ def _resolutions(inst: WorkflowInstance, nodes: set[str]) -> dict[str, set[int] 
         elif type_ == "edges_taken":
             result[node_id] = {int(i) for i in (payload or {}).get("edges", [])}
     return result
-
-
-def _joins_for_rerun(inst: WorkflowInstance, graph: Graph, rerun_path: set[str],
-                     joins: dict[str, Any]) -> dict[str, Any]:
-    """Join records for the rerun: nodes off the rerun path keep theirs; each join on it starts again
-    with the edges from off the path resolved as they were."""
-    kept = {target: record for target, record in joins.items() if target not in rerun_path}
-    sources = {edge.source for target in rerun_path for edge in graph.forward_incoming(target)
-               if edge.source not in rerun_path}
-    resolved = _resolutions(inst, sources)
-    for target in rerun_path:
-        forward = graph.forward_incoming(target)
-        if len(forward) < 2:
-            continue
-        edges: dict[str, bool] = {}
-        for edge in forward:
-            if edge.source in rerun_path:
-                continue
-            fired = resolved.get(edge.source)
-            if fired is not None:
-                edges[str(edge.index)] = edge.index in fired
-        if edges and len(edges) < len(forward):
-            kept[target] = {"edges": edges, "started": False}
-    return kept

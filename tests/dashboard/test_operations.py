@@ -244,6 +244,60 @@ def test_rerun_refuses_with_a_reason() -> None:
         operations.rerun_from_node(stopped.pk, "c")
 
 
+def loop_join_graph(*, two_exits: bool, exit_first: bool) -> dict[str, Any]:
+    """start -> c (a branch) and start -> x <-> y (a loop, going round once) -> j (join all) -> end.
+
+    The loop's exits into j (y -> j, and x -> j when `two_exits`) are one join input ("loop:x"), so
+    j waits for two inputs whatever the number of edges; `exit_first` lists the loop's exit before
+    c -> j (the order of j's inputs)."""
+    loop = [("x", "y", None), ("y", "x", "context.y < 2"), ("y", "j", "context.y >= 2")]
+    if two_exits:
+        loop.append(("x", "j", "context.x > 5"))  # never fires: x always goes on to y
+    branch = [("start", "c", None), ("c", "j", None)]
+    edges = [("start", "x", None), *(loop + branch if exit_first else branch + loop), ("j", "end", None)]
+    g = graph([node("c"), node("x"), node("y"), node("j")], [])
+    g["edges"] = [{"source": a, "target": b, **({"when": w} if w else {})} for a, b, w in edges]
+    return g
+
+
+@pytest.mark.django_db
+@pytest.mark.parametrize(("two_exits", "exit_first"), [(True, False), (True, True), (False, True)])
+def test_rerun_of_a_branch_joined_with_a_loop_exit_runs_the_join_again(two_exits: bool, exit_first: bool) -> None:
+    inst = run_queued(start(loop_join_graph(two_exits=two_exits, exit_first=exit_first)))
+    assert inst.status == "completed", inst.error
+    assert [s.visit for s in runs(inst, "y")] == [1, 2]
+
+    operations.rerun_from_node(inst.pk, "c")
+    inst.refresh_from_db()
+    # The loop is off the rerun path: its exit counts as it resolved (fired), under the join's slot.
+    assert inst.state["joins"] == {"j": {"edges": {"loop:x": True}, "started": False}}
+
+    inst = run_queued(inst)
+    assert inst.status == "completed", inst.error
+    assert [s.visit for s in runs(inst, "c")] == [1, 2]
+    assert [s.visit for s in runs(inst, "x")] == [1, 2]  # not rerun
+    assert [(s.visit, s.status) for s in runs(inst, "j")] == [(1, "succeeded"), (2, "succeeded")]
+    assert [s.visit for s in runs(inst, "end")] == [1, 2]
+
+
+@pytest.mark.django_db
+def test_rerun_from_inside_a_loop_joined_with_a_branch_off_the_path() -> None:
+    g = loop_join_graph(two_exits=True, exit_first=True)
+    inst = run_queued(start(g))
+    assert inst.status == "completed", inst.error
+
+    operations.rerun_from_node(inst.pk, "x")
+    inst.refresh_from_db()
+    c_to_j = next(i for i, e in enumerate(g["edges"]) if (e["source"], e["target"]) == ("c", "j"))
+    assert inst.state["joins"] == {"j": {"edges": {str(c_to_j): True}, "started": False}}
+
+    inst = run_queued(inst)
+    assert inst.status == "completed", inst.error
+    assert [s.visit for s in runs(inst, "c")] == [1]  # off the path: not rerun
+    assert [s.visit for s in runs(inst, "y")] == [1, 2, 3]  # from x's second visit: once more
+    assert [s.visit for s in runs(inst, "j")] == [1, 2]
+
+
 # --- Cancel -------------------------------------------------------------------------------------
 
 @pytest.mark.django_db

@@ -151,6 +151,54 @@ def close_round(joins: JoinState, target: str, record: dict[str, Any]) -> None:
         rest["next"] = later
 
 
+def rerun_deciders(graph: Graph, rerun_path: set[str]) -> set[str]:
+    """The nodes off `rerun_path` whose last runs decide the join inputs that `joins_for_rerun` counts
+    as already resolved: each input's sources, and for a loop's exit every node of that loop."""
+    return {node for target in _joins_on(graph, rerun_path)
+            for edges in _inputs_off_path(graph, target, rerun_path).values() for node in _deciders(graph, edges)}
+
+
+def joins_for_rerun(graph: Graph, rerun_path: set[str], joins: JoinState,
+                    last: dict[str, set[int] | None]) -> JoinState:
+    """Join records for running the nodes of `rerun_path` again (an operator's rerun from a node).
+
+    Records of joins off the path stay as they are. A join on the path starts a fresh round whose
+    inputs coming from off the path (none of their edges' sources is on it) count as they resolved
+    the last time, keyed by join slot as `advance` keys them (a loop's exits are one input). `last`
+    holds, for the nodes `rerun_deciders` names, the edges each one's last run fired (None while it
+    had not finished; a node that never ran is absent). An input is fired when one of its edges
+    fired, not fired when its sources finished without firing one (for a loop's exit: when the loop
+    stopped, no node of it unfinished), and left open otherwise (its cut-short source runs again)."""
+    kept = {target: record for target, record in joins.items() if target not in rerun_path}
+    for target in _joins_on(graph, rerun_path):
+        edges: dict[str, bool] = {}
+        for slot, slot_edges in _inputs_off_path(graph, target, rerun_path).items():
+            if any(last.get(node, set()) is None for node in _deciders(graph, slot_edges)):
+                continue
+            ran = [(edge, last[edge.source]) for edge in slot_edges if edge.source in last]
+            if ran:
+                edges[slot] = any(edge.index in (fired or ()) for edge, fired in ran)
+        if edges and len(edges) < len(graph.join_slots(target)):
+            kept[target] = {"edges": edges, "started": False}
+    return kept
+
+
+def _joins_on(graph: Graph, rerun_path: set[str]) -> list[str]:
+    """The joins (nodes with two inputs or more) on the path, in the graph's order."""
+    return [node for node in graph.nodes if node in rerun_path and len(graph.join_slots(node)) > 1]
+
+
+def _inputs_off_path(graph: Graph, target: str, rerun_path: set[str]) -> dict[str, list[Edge]]:
+    by_slot: dict[str, list[Edge]] = {}
+    for edge in graph.forward_incoming(target):
+        by_slot.setdefault(graph.join_slot(edge), []).append(edge)
+    return {slot: edges for slot, edges in by_slot.items() if all(e.source not in rerun_path for e in edges)}
+
+
+def _deciders(graph: Graph, edges: list[Edge]) -> set[str]:
+    return {node for edge in edges for node in (graph.cycle_of(edge.source) if graph.is_exit(edge) else {edge.source})}
+
+
 def stays_open(graph: Graph, edge: Edge, taken: list[Edge], skipped_in_round: bool) -> bool:
     """Whether a forward edge its source (on a loop) did not take stays unresolved for now.
 
