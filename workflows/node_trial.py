@@ -32,7 +32,7 @@ from typing import Any
 from django.utils import timezone
 
 from workflows import credentials
-from workflows.engine import expressions
+from workflows.engine import expressions, outbound
 from workflows.engine.errors import ExpressionError, GraphInvalid, PayloadTooLarge, StepError, StepTimeout
 from workflows.engine.graph import Graph, Node
 from workflows.engine.nodes import NodeResult, StepCall, get_kind
@@ -213,7 +213,8 @@ def _run_handler(call: StepCall, timeout: float) -> tuple[NodeResult | None, Ste
                     async with asyncio.timeout(timeout):
                         return await kind.arun(call)
 
-                box["result"] = asyncio.run(bounded())
+                # A loop of its own, whose provider sessions are closed before it ends.
+                box["result"] = outbound.run_closing(bounded())
             else:
                 box["result"] = kind.run(call)
         except TimeoutError:

@@ -9,7 +9,6 @@ credential names (workflows/credentials.validate). The editor's and the v1 API's
 
 from __future__ import annotations
 
-import asyncio
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -129,20 +128,16 @@ def call_provider(request: PlanRequest, messages: list[dict[str, str]],
     if account is not None and account.models and model not in account.models:
         raise PlanFailed(f"model {model!r} is not one credential '{account.name}' allows "
                          f"({', '.join(account.models)})")
-    async def chat() -> providers.LLMReply:
-        try:
-            return await providers.openai_chat(
-                base_url=account.base_url if account is not None else engine.llm_base_url,
-                policy=(outbound.Policy(trusted=True) if account is None
-                        else outbound.Policy(allowlist=tuple(engine.http_allowlist))),
-                api_key=account.api_key if account is not None else engine.llm_api_key,
-                model=model, messages=list(messages), timeout_s=timeout_s, limit=engine.llm_max_per_provider,
-                extra={"temperature": 0})
-        finally:
-            await providers.close_sessions()  # the pool belongs to this short-lived event loop
-
+    chat = providers.openai_chat(
+        base_url=account.base_url if account is not None else engine.llm_base_url,
+        policy=(outbound.Policy(trusted=True) if account is None
+                else outbound.Policy(allowlist=tuple(engine.http_allowlist))),
+        api_key=account.api_key if account is not None else engine.llm_api_key,
+        model=model, messages=list(messages), timeout_s=timeout_s, limit=engine.llm_max_per_provider,
+        extra={"temperature": 0})
     try:
-        return asyncio.run(chat())
+        # A loop of its own, whose provider session is closed before it ends.
+        return outbound.run_closing(chat)
     except (ProviderError, StepTimeout, OutboundBlocked) as exc:
         # The error texts are scrubbed of the key by providers.openai_chat.
         raise PlanFailed(f"the LLM provider failed: {exc}", 502) from None

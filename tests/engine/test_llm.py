@@ -4,7 +4,9 @@ OpenAI-compatible provider against a real local HTTP server."""
 from __future__ import annotations
 
 import asyncio
+import gc
 import json
+import warnings
 from typing import Any
 
 import pytest
@@ -363,3 +365,58 @@ def test_openai_unreachable_is_transient(local_server: LocalServer) -> None:
     with pytest.raises(ProviderError, match="LLM provider unreachable") as info:
         run(call)
     assert not info.value.permanent
+
+
+# --- The synchronous entry point's provider session --------------------------------------------------
+
+def _open_sessions() -> int:
+    import aiohttp
+
+    gc.collect()
+    return sum(1 for obj in gc.get_objects() if isinstance(obj, aiohttp.ClientSession) and not obj.closed)
+
+
+def _leaks(call: StepCall, *, alarm_s: float = 0) -> tuple[str, int, list[str]]:
+    """Run the node through its synchronous entry point (an event loop of its own, as on a sync
+    worker), optionally under the sync worker's SIGALRM time limit. Returns how it ended, the aiohttp
+    sessions it left open and the resource warnings ("Unclosed client session") seen after a collection."""
+    from workflows.timeouts import time_limit
+
+    before = _open_sessions()
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        ended = "reply"
+        try:
+            if alarm_s:
+                with time_limit(alarm_s, "step ask"):
+                    LLM.run(call)
+            else:
+                LLM.run(call)
+        except (ProviderError, StepTimeout) as exc:
+            ended = type(exc).__name__
+        left_open = _open_sessions() - before
+    return ended, left_open, [str(w.message) for w in caught if issubclass(w.category, ResourceWarning)]
+
+
+@pytest.mark.filterwarnings("error::ResourceWarning")
+@pytest.mark.parametrize(("path", "ended"), [("reply", "reply"), ("http_error", "ProviderError"),
+                                            ("deadline", "StepTimeout"), ("time_limit", "StepTimeout"),
+                                            ("unreachable", "ProviderError")])
+def test_the_synchronous_entry_point_closes_its_provider_session(local_server: LocalServer, path: str,
+                                                                 ended: str) -> None:
+    """A sync worker's llm step runs on an event loop of its own: the aiohttp session that loop opened
+    is closed before the loop ends, on success, on an error and on either timeout (the node's deadline,
+    the worker's SIGALRM time limit)."""
+    routes = local_server.routes
+    routes["/v1/chat/completions"] = {
+        "reply": chat_reply("hi"), "http_error": lambda req: json_reply({"error": "down"}, 503),
+    }.get(path, routes["/slow"])
+    call = openai_call(local_server, timeout_s=0.3 if path == "deadline" else None)
+    if path == "unreachable":
+        import socket
+
+        with socket.socket() as sock:  # a port nothing listens on
+            sock.bind(("127.0.0.1", 0))
+            port = sock.getsockname()[1]
+        call.engine = EngineConfig(llm_base_url=f"http://127.0.0.1:{port}/v1")
+    assert _leaks(call, alarm_s=0.3 if path == "time_limit" else 0) == (ended, 0, [])

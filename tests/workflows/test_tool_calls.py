@@ -255,3 +255,37 @@ def test_tool_rounds_count_for_the_loop_breaker(processes: Any) -> None:
     # The round that passed the limit is recorded, its tool steps parked until an operator decides.
     parked = instance.steps.filter(node_id__startswith="tool:agent:", status="pending")
     assert parked.count() == 2
+
+
+def test_tool_calls_obey_max_concurrency(processes: Any) -> None:
+    """Four calls, four idle workers, max_concurrency 2: the database shows at most two tool steps
+    running at any time (from the committed events, in order, and from the recorded times)."""
+    sleeper = {"name": "nap", "parameters": {"type": "object"},
+               "target": {"type": "python", "function": "tests.sleep"}}
+    ask = {"text": "four naps", "tool_calls": [{"id": f"c{n}", "name": "nap", "args": {"seconds": 0.5}}
+                                               for n in range(1, 5)]}
+    default_workers(processes, count=4)
+    instance = start(chain(agent([ask, ANSWER], tools=[sleeper]), settings={"max_concurrency": 2}))
+    processes.worker("ai")
+    expect_status(instance, "completed", timeout=90)
+
+    naps = list(instance.steps.filter(node_id="tool:agent:nap").order_by("visit"))
+    assert len(naps) == 4 and {s.status for s in naps} == {"succeeded"}
+    # Committed in order under the instance lock: a tool step starts, then ends.
+    running, most = 0, 0
+    for event in instance.events.filter(node_id="tool:agent:nap").order_by("seq"):
+        if event.type == "step_started":
+            running += 1
+        elif event.type in ("step_succeeded", "step_failed", "step_retrying"):
+            running -= 1
+        most = max(most, running)
+    assert most <= 2
+    for nap in naps:
+        overlapping = [s for s in naps if s.started_at <= nap.started_at < s.finished_at]
+        assert len(overlapping) <= 2, [(s.visit, s.started_at, s.finished_at) for s in naps]
+    held = instance.events.filter(node_id="tool:agent:nap", type="step_pending", payload__throttled=True)
+    assert held.count() == 2
+    assert instance.steps.get(node_id="agent").output["text"] == "done with tools"
+    instance.refresh_from_db()
+    assert instance.state["throttled"] == [] and instance.open_steps == 0
+    assert_history_consistent(instance)

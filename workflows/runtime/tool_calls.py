@@ -7,11 +7,14 @@ attempt (instance locked, one UnitOfWork):
   `waiting_for_tools`), one child step per valid call is queued (`tool:<node>:<tool>`, its own visit
   counter in `state.tool_visits`, idempotency key `<llm step key>:round<r>:<call id>`, the call's
   arguments and the parent step's id in its `input`), and the llm step waits: pending, no due time,
-  its attempt given back (a round is not a failure). The round counts as one transition for the loop
-  breaker, and its tokens and cost count at once (the budget halts between rounds).
+  its attempt given back (a round is not a failure). Under `max_concurrency` the calls past the free
+  slots are held (pending, on `state.throttled`) and queued as active steps finish, as any activation
+  is. The loop breaker counts the round's activations: one for the llm step's next attempt, one per
+  tool step. Its tokens and cost count at once (the budget halts between rounds).
 - `finish_call`: a tool step ended. Its result (or, once its retries are spent, its error) is written
   into its call in the llm step's row; the round's last one queues the llm step again, whose next
-  attempt sends the whole conversation (StepCall.tool_rounds).
+  attempt sends the whole conversation (StepCall.tool_rounds). It takes the slot that tool step
+  leaves, so max_concurrency holds without holding it back.
 
 A crash anywhere leaves a consistent picture: a round is either committed with its child steps or
 not at all (then the attempt is retried and the model asked again for that round only); finished tool
@@ -80,6 +83,9 @@ def start_round(uow: UnitOfWork, step: StepRun, claim: Claim, result: NodeResult
     _count_usage(uow, step.usage, usage)
 
     visits = inst.state.setdefault("tool_visits", {})
+    # max_concurrency: the llm step gives its slot up while it waits; the calls take the free slots in
+    # the model's order and the rest are held like any activation (transitions.release_throttled).
+    free = _free_slots(uow, leaving=step)
     queued: list[str] = []
     for call in rnd["calls"]:
         if "error" in call:
@@ -89,17 +95,26 @@ def start_round(uow: UnitOfWork, step: StepRun, claim: Claim, result: NodeResult
         visits[node_id] = visit
         call["step_node"], call["visit"] = node_id, visit
         node = llm_tools.tool_node(claim.node, call["name"])
+        held = free is not None and free <= 0
         child = uow.add_step(StepRun(
             instance_id=inst.pk, node_id=node_id, node_type=node.type, visit=visit,
             queue=queue_for(node, get_kind(node.type)),
             idempotency_key=f"{step.idempotency_key}:round{rnd['round']}:{call['id']}"[:200],
-            trace_id=inst.trace_id, created_at=uow.now, due_at=uow.now, status=StepStatus.QUEUED,
+            trace_id=inst.trace_id, created_at=uow.now, due_at=None if held else uow.now,
+            status=StepStatus.PENDING if held else StepStatus.QUEUED,
             input={"tool": call["name"], "call_id": call["id"], "round": rnd["round"], "args": call["args"],
                    "parent_step": step.pk, "parent_node": step.node_id}))
-        uow.event("step_queued", node_id, child, visit=visit, queue=child.queue, tool_call=call["id"],
-                  parent=step.node_id, round=rnd["round"])
-        uow.dispatch(child)
+        about = {"visit": visit, "tool_call": call["id"], "parent": step.node_id, "round": rnd["round"]}
         queued.append(node_id)
+        if held:
+            # Pending with no due time, on the instance's held list (both committed with the round).
+            inst.state.setdefault("throttled", []).append([node_id, visit])
+            uow.event("step_pending", node_id, child, throttled=True, **about)
+            continue
+        if free is not None:
+            free -= 1
+        uow.event("step_queued", node_id, child, queue=child.queue, **about)
+        uow.dispatch(child)
     uow.set_instance(open_steps=inst.open_steps + len(queued), state=inst.state)
 
     fields: dict[str, Any] = {"output": output, "usage": usage, "attempt": step.attempt - 1, "lease_token": "",
@@ -114,18 +129,28 @@ def start_round(uow: UnitOfWork, step: StepRun, claim: Claim, result: NodeResult
         uow.update_step(step, status=StepStatus.QUEUED, due_at=uow.now, **fields)
         _queue_again(uow, step)
 
-    # A round is a transition: the loop breaker counts it like a node activation.
-    check = count_activations(inst.loop_count, 1, inst.max_transitions)
+    # The loop breaker counts the round's activations: the llm step's next attempt and each tool step
+    # (a call refused at once runs nothing and does not count).
+    check = count_activations(inst.loop_count, 1 + len(queued), inst.max_transitions)
     uow.set_instance(loop_count=check.loop_count)
     if not check.allowed:
         tx.halt(uow, "loop_breaker", {
             "message": f"more than {inst.max_transitions} node activations (max_transitions): tool round "
-                       f"{rnd['round']} of node '{step.node_id}'", "node": step.node_id,
-            "max_transitions": inst.max_transitions, "path": list(inst.state.get("trail", []))})
+                       f"{rnd['round']} of node '{step.node_id}' ({len(queued)} tool call(s))",
+            "node": step.node_id, "max_transitions": inst.max_transitions,
+            "path": list(inst.state.get("trail", []))})
         return
     over = tx.budget_exceeded(inst) if usage else None
     if over is not None:
         tx.halt(uow, "budget_exceeded", {**over, "node": step.node_id})
+
+
+def _free_slots(uow: UnitOfWork, *, leaving: StepRun) -> int | None:
+    """max_concurrency: how many more steps may be active (None: no limit), `leaving`'s slot counted free."""
+    limit = uow.graph.settings.max_concurrency
+    if not limit:
+        return None
+    return limit - sum(1 for active in tx.steps_of(uow, tx.ACTIVE) if active.pk != leaving.pk)
 
 
 def _count_usage(uow: UnitOfWork, before: dict[str, Any] | None, after: dict[str, Any] | None) -> None:

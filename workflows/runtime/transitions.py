@@ -17,7 +17,7 @@ from workflows import store as stores
 from workflows.engine import expressions
 from workflows.engine.errors import ExpressionError, StepError
 from workflows.engine.graph import Edge, Graph, Node
-from workflows.engine.nodes import get_kind
+from workflows.engine.nodes import get_kind, llm_tools
 from workflows.engine.priorities import queue_name
 from workflows.engine.retry import RetryPolicy
 from workflows.engine.scheduling import advance, count_activations, edges_fired
@@ -435,7 +435,8 @@ def resume(uow: UnitOfWork, *, goto: str | None = None, note: str = "") -> None:
 
     # A human task keeps waiting for its person, a sub-workflow step for its child while it runs; a
     # sub-workflow step that a halt parked (queued, retrying) or whose child ended meanwhile goes on.
-    parked = [step for step in steps_of(uow, [StepStatus.PENDING], exclude_types=person_kinds(), parked_only=True)
+    pending = steps_of(uow, [StepStatus.PENDING], exclude_types=person_kinds(), parked_only=True)
+    parked = [step for step in pending
               if (step.node_id, step.visit) not in throttled and not subflows.waits_on_child(step)]
     # An llm step waiting for its tool steps is queued by the last of them, not by a resume.
     awaiting_tools = [step for step in parked
@@ -443,6 +444,11 @@ def resume(uow: UnitOfWork, *, goto: str | None = None, note: str = "") -> None:
     if goto is None:
         parked = [step for step in parked if not any(step is w for w in awaiting_tools)]
     if goto is not None:
+        # The llm steps waiting for tools are cancelled with the rest: their held tool steps go too.
+        parked += [step for step in pending
+                   if (step.node_id, step.visit) in throttled and llm_tools.is_tool_step(step.node_id)]
+        if "throttled" in state:
+            state["throttled"] = [held for held in state["throttled"] if not llm_tools.is_tool_step(held[0])]
         for step in parked:
             uow.update_step(step, status=StepStatus.CANCELLED, finished_at=uow.now)
             uow.event("step_cancelled", step.node_id, step, reason=f"rerouted to {goto}")

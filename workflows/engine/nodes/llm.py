@@ -108,8 +108,9 @@ class LLM(NodeKind):
         return issues + _check_tools(node)
 
     def run(self, call: StepCall) -> NodeResult:
-        # Only reached when an llm node is routed to a synchronous queue.
-        return asyncio.run(self.arun(call))
+        # Only reached when an llm node is routed to a synchronous queue: a loop of its own, whose
+        # provider session is closed before it ends.
+        return outbound.run_closing(self.arun(call))
 
     async def arun(self, call: StepCall) -> NodeResult:
         config = call.config

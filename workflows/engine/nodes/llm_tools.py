@@ -20,7 +20,8 @@ transaction with
 The next attempt of the llm step then sends the whole conversation (the prompt, each round's
 assistant message with its `tool_calls`, a `tool` message per call) and the loop goes on until the
 model answers without tool calls, or `max_tool_rounds` rounds were answered (the step fails, naming
-the node). Each round counts as one transition for the loop breaker (`max_transitions`).
+the node). The loop breaker (`max_transitions`) counts a round as one activation for the llm step's
+next attempt plus one per tool step; `max_concurrency` holds tool steps like any other.
 
 Arguments are model output: they are checked against the tool's `parameters` schema before anything
 runs, and a call that does not pass (unknown tool, bad JSON, a schema error) gets an error as its

@@ -14,7 +14,6 @@ makes no second LLM call; a replay finds its child too and never starts a second
 
 from __future__ import annotations
 
-import asyncio
 from typing import Any, ClassVar
 
 from workflows.engine import limits, outbound, planner, providers
@@ -153,22 +152,17 @@ class Planner(NodeKind):
             raise PermanentStepError(f"model {model!r} is not one credential '{account.name}' allows "
                                      f"({', '.join(account.models)})")
 
-        async def chat() -> providers.LLMReply:
-            try:
-                return await providers.openai_chat(
-                    base_url=account.base_url if account is not None else call.engine.llm_base_url,
-                    # As an llm node's: the environment's provider is the operator's (trusted), a
-                    # credential's URL is typed by a designer (checked like an http node's).
-                    policy=(outbound.Policy(trusted=True) if account is None
-                            else outbound.Policy(allowlist=tuple(call.engine.http_allowlist))),
-                    api_key=account.api_key if account is not None else call.engine.llm_api_key,
-                    model=model, messages=list(messages),
-                    timeout_s=float(call.node.timeout_s or call.engine.default_timeout_s),
-                    limit=call.engine.llm_max_per_provider, extra={"temperature": 0}, traceparent=call.trace_id)
-            finally:
-                await providers.close_sessions()
-
-        return asyncio.run(chat())
+        # A loop of its own, whose provider session is closed before it ends.
+        return outbound.run_closing(providers.openai_chat(
+            base_url=account.base_url if account is not None else call.engine.llm_base_url,
+            # As an llm node's: the environment's provider is the operator's (trusted), a
+            # credential's URL is typed by a designer (checked like an http node's).
+            policy=(outbound.Policy(trusted=True) if account is None
+                    else outbound.Policy(allowlist=tuple(call.engine.http_allowlist))),
+            api_key=account.api_key if account is not None else call.engine.llm_api_key,
+            model=model, messages=list(messages),
+            timeout_s=float(call.node.timeout_s or call.engine.default_timeout_s),
+            limit=call.engine.llm_max_per_provider, extra={"temperature": 0}, traceparent=call.trace_id))
 
 
 def bounded(settings: Any, remaining: dict[str, float | int | None]) -> dict[str, Any]:

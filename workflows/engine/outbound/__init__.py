@@ -7,7 +7,7 @@ once decompressed, and one total deadline (clamped to MAX_TIMEOUT_S) covers conn
 whole body. tests/security/test_outbound.py fails if any other module opens HTTP connections.
 """
 
-from workflows.engine.outbound.async_client import close_pools
+from workflows.engine.outbound.async_client import close_pools, run_closing
 from workflows.engine.outbound.async_client import request as arequest
 from workflows.engine.outbound.sync_client import request
 from workflows.engine.outbound.types import (
@@ -24,5 +24,5 @@ from workflows.engine.ssrf import Policy
 
 __all__ = [
     "MAX_BODY_BYTES", "MAX_TIMEOUT_S", "DeadlineExceeded", "Policy", "Reply", "ResponseTooLarge",
-    "TransportFailed", "UndecodableBody", "arequest", "clamp_timeout", "close_pools", "request",
+    "TransportFailed", "UndecodableBody", "arequest", "clamp_timeout", "close_pools", "request", "run_closing",
 ]

@@ -14,8 +14,8 @@ from __future__ import annotations
 import asyncio
 import socket
 import weakref
-from collections.abc import Callable, Mapping
-from typing import Any
+from collections.abc import Callable, Coroutine, Mapping
+from typing import Any, TypeVar
 
 import aiohttp
 from aiohttp.abc import AbstractResolver, ResolveResult
@@ -33,6 +33,7 @@ from workflows.engine.outbound.types import (
 )
 
 _CHUNK = 65_536
+T = TypeVar("T")
 
 
 class GuardedResolver(AbstractResolver):
@@ -73,6 +74,22 @@ async def close_pools() -> None:
     """Close this event loop's sessions (before the loop ends)."""
     for session, _ in _pools.pop(asyncio.get_running_loop(), {}).values():
         await session.close()
+
+
+def run_closing(main: Coroutine[Any, Any, T]) -> T:
+    """asyncio.run for outbound calls made off the AI worker's loop (a sync worker's llm step, a node
+    test, a plan): the sessions this short-lived loop opened are closed before it ends, whatever
+    `main` returned or raised (an error, its deadline, a SIGALRM time limit: then asyncio.run cancels
+    it and the `finally` still runs on the loop). An open session would keep its loop alive here
+    (_pools holds both) and end as an "Unclosed client session" warning."""
+
+    async def closing() -> T:
+        try:
+            return await main
+        finally:
+            await close_pools()
+
+    return asyncio.run(closing())
 
 
 async def request(method: str, url: str, *, policy: ssrf.Policy, timeout_s: float, pool: str, limit: int = 100,
