@@ -38,13 +38,20 @@ class LeaseKeeper:
 
     @contextmanager
     def holding(self, step_id: int, token: str) -> Iterator[None]:
-        """Keep one step's lease alive while it runs."""
-        leases = ((step_id, token),)
-        self._hold(leases)
+        """Keep one step's lease alive while it runs (every step: holding_all's work, inlined)."""
+        lease = (step_id, token)
+        held = self._held
+        with self._lock:
+            held[lease] = held.get(lease, 0) + 1
+            if self._thread is None or not self._thread.is_alive():
+                self._start()
         try:
             yield
         finally:
-            self._release(leases)
+            with self._lock:
+                left = held.pop(lease, 0) - 1
+                if left > 0:
+                    held[lease] = left
 
     @contextmanager
     def holding_all(self, leases: Iterable[tuple[int, str]]) -> Iterator[None]:
@@ -61,17 +68,19 @@ class LeaseKeeper:
             for lease in leases:
                 self._held[lease] = self._held.get(lease, 0) + 1
             if self._thread is None or not self._thread.is_alive():
-                self._thread = threading.Thread(target=self._run, daemon=True, name="steadyflow-leases")
-                self._thread.start()
+                self._start()
 
     def _release(self, leases: tuple[tuple[int, str], ...]) -> None:
         with self._lock:
             for lease in leases:
-                left = self._held.get(lease, 0) - 1
+                left = self._held.pop(lease, 0) - 1
                 if left > 0:
                     self._held[lease] = left
-                else:
-                    self._held.pop(lease, None)
+
+    def _start(self) -> None:
+        """The keeper's thread (under the lock)."""
+        self._thread = threading.Thread(target=self._run, daemon=True, name="steadyflow-leases")
+        self._thread.start()
 
     def extend_now(self) -> int:
         """Extend every held lease in one statement; how many steps were still ours."""
