@@ -55,3 +55,17 @@ def test_a_lease_taken_over_is_not_extended(make_version, jobs):
     keeper = LeaseKeeper()
     with keeper.holding(claim.step.pk, claim.token):
         assert keeper.extend_now() == 0
+
+
+def test_a_lease_held_twice_stays_held_until_both_holds_end():
+    """A batch job holds its steps' leases from claim to commit while each step holds its own as it
+    runs: the step's hold ending must not drop the batch's."""
+    keeper = LeaseKeeper()
+    with keeper.holding_all([(1, "t"), (2, "t")]):
+        with keeper.holding(1, "t"):
+            assert keeper.held() == {1: "t", 2: "t"}
+        assert keeper.held() == {1: "t", 2: "t"}
+        with keeper.holding(3, "u"):
+            assert keeper.held() == {1: "t", 2: "t", 3: "u"}
+        assert keeper.held() == {1: "t", 2: "t"}
+    assert keeper.held() == {}

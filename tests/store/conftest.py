@@ -42,6 +42,9 @@ class _NoKeeper:
     def holding(self, step_id: int, token: str) -> Any:
         return nullcontext()
 
+    def holding_all(self, leases: Any) -> Any:
+        return nullcontext()
+
 
 @pytest.fixture
 def captured(monkeypatch: pytest.MonkeyPatch) -> Captured:

@@ -13,8 +13,16 @@ from django.utils import timezone
 
 import tests.workflows.functions  # noqa: F401 - registers tests.* functions in this process
 from tests.conftest import chain
-from tests.workflows.functions import EXTRA_FUNCTIONS_ENV
-from tests.workflows.support import assert_history_consistent, events, expect_status, py, steps
+from tests.workflows.functions import EXTRA_FUNCTIONS_ENV, calls_so_far
+from tests.workflows.support import (
+    assert_history_consistent,
+    edge,
+    events,
+    expect_status,
+    py,
+    steps,
+    wait_for_workers,
+)
 from workflows import dispatch, runtime
 from workflows.definitions import save_version
 from workflows.engine.nodes import NodeResult
@@ -96,6 +104,36 @@ def test_a_step_whose_worker_vanished_is_retried_and_the_late_result_is_discarde
     late = runtime.finish_step(ghost, runtime.Outcome(result=NodeResult(output={"by": "ghost"})))
     assert late is None
     assert snapshot(instance) == before
+    assert_history_consistent(instance)
+
+
+def test_a_batch_whose_steps_outlast_the_lease_runs_each_step_once(processes, redis_conn):
+    """One worker takes a fan-out's two branches as one batch job and runs them one after another,
+    each for longer than the lease: the step waiting for its turn, and the one run whose outcome
+    waits for the other, keep their leases (the worker's heartbeat), so the scheduler takes back
+    neither and no step runs twice."""
+    lease = {"STEADYFLOW_LEASE_S": "3", "STEADYFLOW_SCHEDULER_INTERVAL_S": "0.5"}
+    slow = {"seconds": 4.5}
+    # A fan-out of a step a worker ran (a start's is enqueued step by step, with other instances').
+    graph = {"nodes": [{"id": "start", "type": "start"}, py("first", "tests.echo"), py("a", "tests.sleep", args=slow),
+                       py("b", "tests.sleep", args=slow), {"id": "end", "type": "end"}],
+             "edges": [edge("start", "first"), edge("first", "a"), edge("first", "b"), edge("a", "end"),
+                       edge("b", "end")]}
+    version = save_version("batch-lease", graph)
+    processes.worker("default", env=lease)
+    processes.scheduler(env=lease)
+    wait_for_workers(1)
+    instance = runtime.start_instance(version, {})
+
+    expect_status(instance, "completed", timeout=60)
+    (a,) = steps(instance, "a")
+    (b,) = steps(instance, "b")
+    for step in (a, b):
+        assert calls_so_far(step.idempotency_key) == 1, f"{step.node_id} ran more than once"
+        assert (step.status, step.attempt) == ("succeeded", 1), (step.node_id, step.error)
+    assert not events(instance, "step_retrying")
+    # They were one batch: claimed together, by the one worker.
+    assert (a.started_at, a.worker) == (b.started_at, b.worker)
     assert_history_consistent(instance)
 
 

@@ -45,15 +45,20 @@ def run_step(step_id: int, worker: str, queue: str | None = None) -> int:
 def run_steps(step_ids: list[int], worker: str) -> int:
     """A batch job: several queued steps of one instance (a fan-out's branches on one queue), run one
     after another and committed together under one instance lock. A step's failure or timeout is
-    that step's outcome alone."""
+    that step's outcome alone.
+
+    Every step of the batch keeps its lease alive from the claim until the outcomes commit (the
+    steps waiting for their turn as well as those run whose outcomes wait for the others): else the
+    scheduler would take back a step still to run here, or one run here, while a long call runs."""
     claims = claim_steps(step_ids, worker)
     ran = 0
     inline_allowed = conf("INLINE_CONTINUATION")
     try:
         while claims:
-            outcomes = [run_claimed(claim) for claim in claims]
-            ran += len(claims)
-            claims = finish_steps_reconnecting(claims, outcomes, allow_inline=inline_allowed)
+            with keeper.holding_all((claim.step.pk, claim.token) for claim in claims):
+                outcomes = [run_claimed(claim) for claim in claims]
+                ran += len(claims)
+                claims = finish_steps_reconnecting(claims, outcomes, allow_inline=inline_allowed)
     finally:
         current_step.set(None)
     return ran
