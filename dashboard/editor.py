@@ -23,6 +23,7 @@ from django.views.decorators.http import require_http_methods, require_POST
 from dashboard import permissions
 from dashboard.editor_api import SAVE_PERM, input_schema
 from dashboard.permissions import authorize
+from workflows import plans
 from workflows.engine.inputs import INPUT_SHAPE
 from workflows.engine.validation import _EDGE_SHAPE, _NODE_SHAPE, _SETTINGS_SHAPE, QUEUES
 from workflows.models import WorkflowDefinition, WorkflowInstance, WorkflowVersion
@@ -56,7 +57,11 @@ def workflow_list(request: HttpRequest) -> HttpResponse:
     if request.method == "POST":
         return _create(request)
     show_archived = request.GET.get("archived") == "1"
-    definitions = list(WorkflowDefinition.objects.filter(archived=show_archived).order_by("name", "slug"))
+    # The planner's generated plan definitions (workflows/plans.py) only when asked for: ?generated=1.
+    show_generated = request.GET.get("generated") == "1"
+    rows_of = (WorkflowDefinition.objects.filter(plans.generated()) if show_generated
+               else WorkflowDefinition.objects.filter(archived=show_archived).exclude(plans.generated()))
+    definitions = list(rows_of.order_by("name", "slug"))
     ids = [d.pk for d in definitions]
     latest_numbers = dict(WorkflowVersion.objects.filter(definition_id__in=ids).values_list("definition_id")
                           .annotate(n=Max("number")).order_by())
@@ -85,6 +90,7 @@ def workflow_list(request: HttpRequest) -> HttpResponse:
     return render(request, "editor/list.html", {
         "rows": rows,
         "show_archived": show_archived,
+        "show_generated": show_generated,
         "can_create": request.user.has_perm(ADD_PERM),
         "can_edit": request.user.has_perm(SAVE_PERM),
         "can_duplicate": request.user.has_perm(ADD_PERM) and request.user.has_perm(SAVE_PERM),
@@ -143,6 +149,10 @@ def archive(request: HttpRequest, slug: str) -> HttpResponse:
     """Archive (hide, refuse new runs) or, with archived=0, bring back a workflow. Nothing is deleted."""
     _require(request, CHANGE_PERM)
     definition = get_object_or_404(WorkflowDefinition, slug=slug)
+    if plans.is_generated(definition.slug):
+        # Restored, a planner's generated definition would be startable by hand: it stays archived.
+        messages.error(request, f"{definition.slug} holds a planner's generated plans: it stays archived.")
+        return redirect(f"{reverse('workflow-list')}?generated=1")
     definition.archived = request.POST.get("archived", "1") != "0"
     definition.save(update_fields=["archived"])
     if definition.archived:

@@ -272,6 +272,14 @@ STEADYFLOW = {
     # An incoming webhook's signed timestamp may be this far from now (replay window).
     "WEBHOOK_REPLAY_WINDOW_S": env_float("STEADYFLOW_WEBHOOK_REPLAY_WINDOW_S", 300.0, minimum=1.0),
     "WEBHOOK_MAX_BODY_BYTES": env_int("STEADYFLOW_WEBHOOK_MAX_BODY_BYTES", 262_144, minimum=1024),
+    # Requests the webhook endpoint refuses before a signature authenticates them, per client address and
+    # per hook in a window: over either limit it answers 429 without looking (0: no limit).
+    "WEBHOOK_REJECT_LIMIT": env_int("STEADYFLOW_WEBHOOK_REJECT_LIMIT", 30, minimum=0),
+    "WEBHOOK_HOOK_REJECT_LIMIT": env_int("STEADYFLOW_WEBHOOK_HOOK_REJECT_LIMIT", 300, minimum=0),
+    "WEBHOOK_REJECT_WINDOW_S": env_int("STEADYFLOW_WEBHOOK_REJECT_WINDOW_S", 60, minimum=1),
+    # The planner's generated plan versions that no instance ran on are purged this long after their
+    # planning instance ended (workflows/plans.py).
+    "PLAN_RETENTION_DAYS": env_float("STEADYFLOW_PLAN_RETENTION_DAYS", 30.0, minimum=0.0),
     # A schedule's tick is on time while at most this old; older due ticks were missed (catch-up policy).
     "SCHEDULE_GRACE_S": env_float("STEADYFLOW_SCHEDULE_GRACE_S", 60.0, minimum=1.0),
     # Links in notifications: the address users reach the dashboard at.

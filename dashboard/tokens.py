@@ -26,6 +26,7 @@ from django.utils import timezone
 
 from dashboard import permissions
 from dashboard.models import ApiToken
+from workflows import ratelimit
 
 log = logging.getLogger("steadyflow.api")
 
@@ -127,26 +128,13 @@ def rate_limit() -> tuple[int, int]:
 
 
 def retry_after(token: ApiToken, now: float | None = None) -> int | None:
-    """Count one request for `token` in the current fixed window (Redis INCR, the key expiring with the
-    window). Returns None when allowed, else the seconds until the window ends (Retry-After). With Redis
-    unreachable the request is allowed: the limit protects capacity, it is not a permission."""
-    limit, window = rate_limit()
-    if limit <= 0:
-        return None
+    """Count one request for `token` in the current fixed window (workflows/ratelimit.py). Returns None
+    when allowed, else the seconds until the window ends (Retry-After). With Redis unreachable the request
+    is allowed: the limit protects capacity, it is not a permission."""
+    limit, window_s = rate_limit()
+    window = ratelimit.Window("api-rate", limit, window_s)
     now = time.time() if now is None else now
-    slot = int(now // window)
-    key = f"steadyflow:api-rate:{token.pk}:{slot}"
-    try:
-        import django_rq
-
-        connection = django_rq.get_connection("default")
-        pipe = connection.pipeline()
-        pipe.incr(key)
-        pipe.expire(key, window + 1)
-        count = int(pipe.execute()[0])
-    except Exception as exc:  # noqa: BLE001 - Redis down: fail open, say so
-        log.warning("API rate limit not checked: Redis unavailable (%s)", type(exc).__name__)
+    count = ratelimit.hit(window, str(token.pk), now)
+    if count is None or count <= limit:
         return None
-    if count <= limit:
-        return None
-    return max(1, int((slot + 1) * window - now + 0.999))
+    return window.retry_after(now)

@@ -3,6 +3,8 @@ triggers page (webhooks, schedules, rejected deliveries) where designers manage 
 
 from __future__ import annotations
 
+import logging
+from datetime import datetime
 from typing import Any
 
 from django.conf import settings
@@ -14,33 +16,62 @@ from django.utils import timezone
 from django.views.decorators.csrf import csrf_exempt
 
 from dashboard import permissions
+from dashboard.login_throttle import client_address
 from dashboard.permissions import authorize
 from workflows.engine import strict_json
 from workflows.engine.priorities import NORMAL, PRIORITIES, parse_priority
 from workflows.models import WorkflowDefinition
-from workflows.triggers import manage, mapping, schedules, signing, webhooks
+from workflows.triggers import manage, mapping, schedules, signing, throttle, webhooks
 from workflows.triggers.models import CatchUp, Schedule, ScheduleFire, Webhook, WebhookRejection
 
 SECRET_SESSION_KEY = "steadyflow_new_webhook_secret"
+log = logging.getLogger("steadyflow.triggers")
 
 
 @csrf_exempt  # the only CSRF-exempt view: no cookies are used, the HMAC signature authenticates
 def webhook_receive(request: HttpRequest, slug: str, hook_id: str) -> JsonResponse:
+    """A delivery. An address or hook over its limit of rejected requests (workflows/triggers/throttle.py)
+    is answered 429 before anything else: no body read, no lookup, no HMAC."""
+    address, now = client_address(request), timezone.now()
+    refused = throttle.refusal(address, hook_id, now.timestamp())
+    if refused is not None:
+        wait, message = refused
+        response = JsonResponse({"message": message}, status=429)
+        response["Retry-After"] = str(wait)
+        return response
+    outcome = _receive(request, slug, hook_id, now)
+    if not outcome.signed:
+        # 404 is no hook's: counted for the address only, so nobody can lock a hook by guessing wrong.
+        throttle.count(address, hook_id if outcome.status != 404 else None, now.timestamp())
+    return JsonResponse(outcome.body, status=outcome.status)
+
+
+def _receive(request: HttpRequest, slug: str, hook_id: str, now: datetime) -> webhooks.Outcome:
     if request.method != "POST":
-        return JsonResponse({"message": f"method {request.method} not allowed (use POST)"}, status=405)
+        return _refused(405, f"method {request.method} not allowed (use POST)", hook_id, request)
     limit = settings.STEADYFLOW["WEBHOOK_MAX_BODY_BYTES"]
-    too_large = JsonResponse({"message": f"the request body is too large ({limit} bytes at most)"}, status=413)
+    too_large = f"the request body is too large ({limit} bytes at most)"
     try:
         if int(request.META.get("CONTENT_LENGTH") or 0) > limit:
-            return too_large
+            return _refused(413, too_large, hook_id, request)
         body = request.body
     except (RequestDataTooBig, ValueError):
-        return too_large
+        return _refused(413, too_large, hook_id, request)
     if len(body) > limit:
-        return too_large
+        return _refused(413, too_large, hook_id, request)
     headers = {name.lower(): value for name, value in request.headers.items()}
-    outcome = webhooks.receive(slug, hook_id, body, headers, timezone.now())
-    return JsonResponse(outcome.body, status=outcome.status)
+    outcome = webhooks.receive(slug, hook_id, body, headers, now)
+    if outcome.status == 404:
+        log.info("webhook request refused", extra={"hook": hook_id[:64], "status": 404,
+                                                   "client": client_address(request)})
+    return outcome
+
+
+def _refused(status: int, message: str, hook_id: str, request: HttpRequest) -> webhooks.Outcome:
+    """A request refused before the hook is looked up (no WebhookRejection row: that is per hook)."""
+    log.info("webhook request refused", extra={"hook": hook_id[:64], "status": status,
+                                               "client": client_address(request)})
+    return webhooks.Outcome(status, {"message": message}, signed=False)
 
 
 @authorize(permissions.VIEW_GRAPHS)

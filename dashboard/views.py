@@ -16,6 +16,7 @@ from django.urls import NoReverseMatch, reverse
 
 from dashboard import permissions
 from dashboard.permissions import authorize
+from workflows import plans
 from workflows.engine.statuses import InstanceStatus
 from workflows.models import WorkflowDefinition, WorkflowInstance, WorkflowVersion
 
@@ -230,7 +231,8 @@ def _instance_list_context(request: HttpRequest) -> dict[str, Any]:
         "filters": filters,
         "errors": errors,
         "query_string": urlencode(kept),
-        "workflows": WorkflowDefinition.objects.order_by("slug").values_list("slug", flat=True),
+        "workflows": WorkflowDefinition.objects.exclude(plans.generated()).order_by("slug")
+                     .values_list("slug", flat=True),
         "statuses": statuses,
         "reasons": sorted(set(KNOWN_REASONS) | ({filters["reason"]} if filters["reason"] else set())),
     }

@@ -55,6 +55,21 @@ def _fresh_breaker_counts() -> Iterator[None]:
     breakers.forget_local()
 
 
+@pytest.fixture(autouse=True)
+def _fresh_webhook_rejection_counts() -> None:
+    """The webhook endpoint counts rejected requests per client address in Redis (workflows/triggers/
+    throttle.py), and every test client is 127.0.0.1: one test's rejections must not count in the next."""
+    from workflows import ratelimit
+
+    try:
+        conn = ratelimit.connection()
+        keys = list(conn.scan_iter("steadyflow:webhook-reject-*", count=1000))
+        if keys:
+            conn.delete(*keys)
+    except Exception:  # noqa: BLE001, S110 - no Redis: nothing was counted either
+        pass
+
+
 @pytest.fixture
 def redis_conn() -> Iterator[Any]:
     """The real Redis the queues use, emptied before the test (queues and live groups only)."""

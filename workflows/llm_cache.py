@@ -4,6 +4,7 @@ purged by the scheduler's tick."""
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from datetime import datetime, timedelta
 from typing import Any
 
@@ -68,17 +69,20 @@ def purge_expired(now: datetime) -> int:
 
 
 class PurgeSchedule:
-    """Purge at most once per PURGE_EVERY of the scheduler's clock (a tick is about a second)."""
+    """Run `purge` at most once per `every` of the scheduler's clock (a tick is about a second); the
+    generated plans' purge (workflows/plans.py) uses one too."""
 
-    def __init__(self) -> None:
+    def __init__(self, purge: Callable[[datetime], int], every: timedelta) -> None:
+        self.purge = purge
+        self.every = every
         self.next_at: datetime | None = None
 
     def run_if_due(self, now: datetime) -> int:
         # A clock that went back (a test's or an operator's `now`) does not postpone the purge.
-        if self.next_at is not None and self.next_at - PURGE_EVERY <= now < self.next_at:
+        if self.next_at is not None and self.next_at - self.every <= now < self.next_at:
             return 0
-        self.next_at = now + PURGE_EVERY
-        return purge_expired(now)
+        self.next_at = now + self.every
+        return self.purge(now)
 
 
-schedule = PurgeSchedule()
+schedule = PurgeSchedule(purge_expired, PURGE_EVERY)

@@ -7,7 +7,8 @@ Each tick:
 - takes back running steps whose lease expired (the worker died or hung): retried while attempts
   remain, otherwise failed;
 - stops instances past their deadline (TTL);
-- purges expired llm cache rows (workflows/llm_cache.py), at most once a minute.
+- purges expired llm cache rows (workflows/llm_cache.py), at most once a minute, and the planner's
+  generated plan versions past retention (workflows/plans.py), at most once an hour.
 - settles sub-workflow steps whose child ended, and cancels children whose parent step is no longer
   open (the post-commit effects that do both may have died with their process).
 Everything it does is safe to repeat: duplicate jobs lose the claim and do nothing.
@@ -23,7 +24,7 @@ from typing import Any
 from django.conf import settings
 from django.utils import timezone
 
-from workflows import dispatch, llm_cache, runtime
+from workflows import dispatch, llm_cache, plans, runtime
 from workflows.engine.errors import StepError
 from workflows.engine.priorities import kind_of, queue_name
 from workflows.engine.statuses import INSTANCE_ACTIVE, InstanceStatus, StepStatus
@@ -42,10 +43,11 @@ class TickReport:
     expired: int = 0
     cache_purged: int = 0
     subflows: int = 0
+    plans_purged: int = 0
 
     def __bool__(self) -> bool:
         return bool(self.promoted or self.redispatched or self.reclaimed or self.expired or self.cache_purged
-                    or self.subflows)
+                    or self.subflows or self.plans_purged)
 
 
 def promote_due(now: datetime) -> int:
@@ -208,6 +210,7 @@ def tick(now: datetime | None = None) -> TickReport:
     report.promoted = promote_due(now)
     report.redispatched = redispatch_lost(now, conf("REDISPATCH_AFTER_S"))
     report.cache_purged = llm_cache.schedule.run_if_due(now)  # expired llm replies, once a minute
+    report.plans_purged = plans.schedule.run_if_due(now)  # generated plan versions past retention, hourly
     if report:
         from workflows import metrics
 

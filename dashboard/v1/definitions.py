@@ -25,7 +25,7 @@ from dashboard.editor_api import (
 from dashboard.planner_api import plan_json
 from dashboard.v1.auth import need
 from dashboard.v1.problems import Problem
-from workflows import node_trial
+from workflows import node_trial, plans
 from workflows.credentials import validate as validate_graph  # the graph checks plus credential names
 from workflows.models import WorkflowDefinition
 
@@ -34,10 +34,14 @@ VIEW = permissions.VIEW_GRAPHS
 
 
 @router.get("/workflows", response=dict[str, Any], summary="List workflows")
-def list_workflows(request: HttpRequest, archived: bool = False) -> dict[str, Any]:
-    """Every workflow (archived ones with `archived=true`) and its latest version number."""
+def list_workflows(request: HttpRequest, archived: bool = False, generated: bool = False) -> dict[str, Any]:
+    """Every workflow (archived ones with `archived=true`) and its latest version number. The planner's
+    generated plan definitions (`<slug>--plan-<node>`) are left out; `generated=true` lists them instead."""
     need(request, "read", VIEW)
-    rows = WorkflowDefinition.objects.filter(archived=archived).order_by("slug")
+    if generated:
+        rows = WorkflowDefinition.objects.filter(plans.generated()).order_by("slug")
+    else:
+        rows = WorkflowDefinition.objects.filter(archived=archived).exclude(plans.generated()).order_by("slug")
     out = []
     for definition in rows:
         latest = definition.latest_version()

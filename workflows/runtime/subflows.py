@@ -30,6 +30,7 @@ from django.db.models import Max
 from django.utils import timezone
 from django.utils.text import slugify
 
+from workflows import plans
 from workflows import store as stores
 from workflows.engine.errors import ExpressionError, PayloadTooLarge, PermanentStepError, StepError
 from workflows.engine.inputs import InputInvalid
@@ -129,7 +130,7 @@ class StepSubflows:
         parent = WorkflowVersion.objects.select_related("definition").only("definition__slug").get(
             pk=self.claim.instance.version_id).definition.slug
         node = slugify(self.claim.step.node_id.replace("_", "-"))
-        return f"{parent}--plan-{node}"[:100]
+        return plans.plan_slug(parent, node)
 
     def remaining(self) -> dict[str, float | int | None]:
         inst = self.claim.instance

@@ -28,30 +28,32 @@ MAX_DELIVERY_ID = 100
 class Outcome:
     status: int
     body: dict[str, Any] = field(default_factory=dict)
+    signed: bool = True  # False: refused before a valid signature (what the rejection limit counts)
 
 
 def conf(name: str) -> Any:
     return settings.STEADYFLOW[name]
 
 
-def reject(hook: Webhook, status: int, reason: str, delivery_id: str, now: datetime) -> Outcome:
+def reject(hook: Webhook, status: int, reason: str, delivery_id: str, now: datetime, *, signed: bool = True
+           ) -> Outcome:
     WebhookRejection.objects.create(webhook=hook, status=status, reason=reason[:300],
                                     delivery_id=delivery_id[:MAX_DELIVERY_ID], created_at=now)
     log.info("webhook delivery rejected", extra={"hook": hook.hook_id, "status": status, "reason": reason})
-    return Outcome(status, {"message": reason})
+    return Outcome(status, {"message": reason}, signed=signed)
 
 
 def receive(slug: str, hook_id: str, body: bytes, headers: dict[str, str], now: datetime) -> Outcome:
     """Handle one delivery. `headers` by lower-case name; `body` already capped by the caller."""
     hook = Webhook.objects.select_related("definition").filter(hook_id=hook_id, definition__slug=slug).first()
     if hook is None:
-        return Outcome(404, {"message": f"no webhook {hook_id!r} on workflow {slug!r}"})
+        return Outcome(404, {"message": f"no webhook {hook_id!r} on workflow {slug!r}"}, signed=False)
     delivery_id = headers.get(signing.DELIVERY_HEADER.lower(), "").strip()
     try:
         signing.verify(headers.get(signing.HEADER.lower()), body, hook.secrets_valid_at(now),
                        now=now.timestamp(), window_s=conf("WEBHOOK_REPLAY_WINDOW_S"))
     except signing.SignatureRejected as exc:
-        return reject(hook, exc.status, str(exc), delivery_id, now)
+        return reject(hook, exc.status, str(exc), delivery_id, now, signed=False)
     # After the signature: only the sender learns that the hook is disabled.
     if not hook.enabled:
         return reject(hook, 403, "this webhook is disabled", delivery_id, now)
