@@ -78,3 +78,50 @@ def test_cancelling_drops_the_held_steps(make_version, jobs):
     instance.refresh_from_db()
     assert instance.status == "cancelled" and "throttled" not in instance.state
     assert not StepRun.objects.filter(instance_id=instance.pk, status__in=("pending", "queued")).exists()
+
+
+@pytest.mark.django_db(transaction=True)
+@pytest.mark.parametrize("store", ["orm", "sql"])
+def test_rerouting_cancels_the_held_steps_of_the_abandoned_path(make_version, jobs, settings, store):
+    """A reroute abandons the held branches too: they are cancelled (with events) and never released."""
+    settings.STEADYFLOW = {**settings.STEADYFLOW, "STORE": store}
+    branches = ["b1", "b2", "b3"]
+    graph: dict[str, Any] = {
+        "nodes": [{"id": "start", "type": "start"}, py("a", "tests.echo"), py("x", "tests.echo"),
+                  *[py(b, "tests.echo") for b in branches], {"id": "end", "type": "end", "join": "any"}],
+        "edges": [edge("start", "a"), edge("a", "x"), edge("x", "end"),
+                  *[edge("start", b) for b in branches], *[edge(b, "end") for b in branches]],
+        # start, a and the three branches are 5 activations: x, after a, trips the loop breaker.
+        "settings": {"max_concurrency": 1, "max_transitions": 5}}
+    instance = runtime.start_instance(make_version(graph), {})
+    (first,) = jobs
+    assert StepRun.objects.get(pk=first[0]).node_id == "a"  # the critical path first; the branches held
+    runtime.run_step(jobs.pop(0)[0], "w")
+    instance.refresh_from_db()
+    assert instance.status == "halted" and instance.halt_reason == "loop_breaker"
+    assert sorted(node for node, _ in instance.state["throttled"]) == branches
+
+    from django.contrib.auth.models import User
+
+    from workflows.models import ReviewItem
+    from workflows.review import Decision, decide
+
+    boss = User.objects.create_superuser("boss", "b@example.com", "x-very-long-password")
+    decide(ReviewItem.objects.get(instance=instance, status="open").pk, boss,
+           Decision(action="reroute", goto="x", extra_transitions=10))
+    instance.refresh_from_db()
+    assert instance.state.get("throttled", []) == []
+    held = StepRun.objects.filter(instance_id=instance.pk, node_id__in=branches)
+    assert sorted(held.values_list("status", flat=True)) == ["cancelled"] * 3
+    cancelled = instance.events.filter(type="step_cancelled", node_id__in=branches)
+    assert sorted(cancelled.values_list("node_id", flat=True)) == branches
+    assert all(e.payload["reason"] == "rerouted to x" for e in cancelled)
+    assert instance.open_steps == 1  # x
+
+    while jobs:
+        runtime.run_step(jobs.pop(0)[0], "w")
+    instance.refresh_from_db()
+    assert sorted(held.values_list("status", flat=True)) == ["cancelled"] * 3
+    assert not instance.events.filter(type="step_started", node_id__in=branches).exists()
+    assert instance.status == "completed", instance.error
+    assert instance.open_steps == 0

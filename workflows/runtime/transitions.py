@@ -17,7 +17,7 @@ from workflows import store as stores
 from workflows.engine import expressions
 from workflows.engine.errors import ExpressionError, StepError
 from workflows.engine.graph import Edge, Graph, Node
-from workflows.engine.nodes import get_kind, llm_tools
+from workflows.engine.nodes import get_kind
 from workflows.engine.priorities import queue_name
 from workflows.engine.retry import RetryPolicy
 from workflows.engine.scheduling import advance, count_activations, edges_fired
@@ -444,11 +444,11 @@ def resume(uow: UnitOfWork, *, goto: str | None = None, note: str = "") -> None:
     if goto is None:
         parked = [step for step in parked if not any(step is w for w in awaiting_tools)]
     if goto is not None:
-        # The llm steps waiting for tools are cancelled with the rest: their held tool steps go too.
-        parked += [step for step in pending
-                   if (step.node_id, step.visit) in throttled and llm_tools.is_tool_step(step.node_id)]
+        # The steps held back by max_concurrency belong to the abandoned path too (an llm step's
+        # tool calls with it): cancelled with the rest, and off the held list, never released.
+        parked += [step for step in pending if (step.node_id, step.visit) in throttled]
         if "throttled" in state:
-            state["throttled"] = [held for held in state["throttled"] if not llm_tools.is_tool_step(held[0])]
+            state["throttled"] = []
         for step in parked:
             uow.update_step(step, status=StepStatus.CANCELLED, finished_at=uow.now)
             uow.event("step_cancelled", step.node_id, step, reason=f"rerouted to {goto}")
