@@ -51,13 +51,9 @@ def _add_step(logger: Any, method: str, event: MutableMapping[str, Any]) -> Muta
     observe = sys.modules.get("workflows.runtime.observe")
     claim = observe.current_step.get() if observe is not None else None
     if observe is not None and claim is not None:
-        step = claim.step
-        event.setdefault("trace_id", observe.trace_parts(claim.instance.trace_id)[0])
-        event.setdefault("instance", claim.instance.pk)
-        event.setdefault("node", step.node_id)
-        event.setdefault("visit", step.visit)
-        event.setdefault("attempt", step.attempt)
-        event.setdefault("worker", claim.worker)
+        # An `extra` naming another step (added before this) wins over the running step's fields.
+        for name, value in observe.step_fields(claim).items():
+            event.setdefault(name, value)
     return event
 
 

@@ -102,3 +102,41 @@ def test_a_worker_that_stops_mid_batch_loses_every_step_of_it(make_version, monk
     assert len(claims) == 3
     later = claims[0].step.lease_until + timedelta(seconds=1)
     assert reconciler.reclaim_expired_leases(later) == 3
+
+
+@pytest.mark.django_db(transaction=True)
+@pytest.mark.parametrize("store", ["orm", "sql"])
+def test_a_discarded_outcome_is_logged_as_its_own_step(make_version, monkeypatch, settings, store, caplog):
+    """A batch's commit discards the outcome of a step whose lease was taken over: the log line names
+    that step (its id, node, visit, attempt), not the batch's last step, which the worker ran last."""
+    import json
+    import logging
+
+    from workflows import logging_setup
+    from workflows.models import StepRun
+
+    settings.STEADYFLOW = {**settings.STEADYFLOW, "STORE": store}
+    jobs: list[tuple[int, str]] = []
+    monkeypatch.setattr(dispatch, "enqueue_steps", lambda items, **options: jobs.extend(items) or len(items))
+    ran.clear()
+    instance = runtime.start_instance(make_version(fan_out()), {})
+    batch = [step_id for step_id, _ in jobs]
+    nodes = dict(StepRun.objects.filter(pk__in=batch).values_list("pk", "node_id"))
+    first, last = nodes[batch[0]], nodes[batch[-1]]
+
+    def take_over_the_first(call: FunctionCall) -> None:
+        # Another worker took the first step over while this one ran the last (its lease lapsed).
+        StepRun.objects.filter(pk=batch[0]).update(lease_token="someone-else", worker="other")
+
+    during[:] = [lambda call: None, lambda call: None, take_over_the_first]
+    caplog.handler.setFormatter(logging_setup.formatter("json"))  # formatted as it is logged
+    with caplog.at_level(logging.WARNING, logger="steadyflow.runtime"):
+        assert loop.run_steps(batch, "w") == 3
+
+    (record,) = [r for r in caplog.records if "outcome discarded" in r.getMessage()]
+    assert record.getMessage().startswith(f"step {batch[0]} (node '{first}'): lease lost")
+    (line,) = [json.loads(text) for text in caplog.text.splitlines() if "outcome discarded" in text]
+    assert (line["node"], line["instance"], line["visit"], line["attempt"]) == (first, instance.pk, 1, 1)
+    assert line["node"] != last
+    assert StepRun.objects.get(pk=batch[0]).status == "running"  # the other worker's now
+    assert {StepRun.objects.get(pk=pk).status for pk in batch[1:]} == {"succeeded"}

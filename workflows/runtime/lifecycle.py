@@ -41,7 +41,7 @@ from workflows.runtime.config import (
     is_compensation,
     node_for_step,
 )
-from workflows.runtime.observe import step_traceparent
+from workflows.runtime.observe import step_fields, step_traceparent
 from workflows.runtime.records import Claim, Outcome, StepOutputs
 from workflows.runtime.unit import UnitOfWork
 from workflows.store.orm import FinishRequest, is_spent
@@ -270,8 +270,10 @@ class _Finishing:
         for claim, saved in zip(self.claims, self.as_claimed, strict=True):
             if claim.step.pk not in held:
                 # Our lease was taken over (or the step was cancelled): the outcome must not commit.
+                # The line names this step, not the one the worker ran last (`current_step`).
                 claim.step.__dict__.update(saved)
-                log.warning("step %s: lease lost, outcome discarded", claim.step.pk)
+                log.warning("step %s (node '%s'): lease lost, outcome discarded", claim.step.pk,
+                            claim.step.node_id, extra=step_fields(claim))
         return inline or []
 
 

@@ -20,7 +20,7 @@ import re
 import secrets
 from collections.abc import Callable
 from contextvars import ContextVar
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
     from workflows.runtime.records import Claim
@@ -34,6 +34,15 @@ observers: list[CommitObserver] = []
 # The claim a worker runs here (a thread for the synchronous workers, an asyncio task in the ai
 # consumer). One ContextVar.set per step; nothing is formatted unless a line is logged.
 current_step: ContextVar[Claim | None] = ContextVar("steadyflow_current_step", default=None)
+
+
+def step_fields(claim: Claim) -> dict[str, Any]:
+    """What a log line names of a step: its trace, instance, node, visit, attempt and worker. The
+    running step's by default (workflows/logging_setup.py); a line about another step (a batch's
+    discarded outcome) passes that step's as `extra`, which wins."""
+    step = claim.step
+    return {"trace_id": trace_parts(claim.instance.trace_id)[0], "instance": claim.instance.pk,
+            "node": step.node_id, "visit": step.visit, "attempt": step.attempt, "worker": claim.worker}
 
 
 def add_observer(observer: CommitObserver) -> None:
