@@ -39,7 +39,7 @@ from workflows.engine.nodes import NodeResult, StepCall, get_kind
 from workflows.engine.samples import sample_issues
 from workflows.engine.validation import validate_graph
 from workflows.runtime.config import check_payload, conf, engine_config
-from workflows.runtime.transitions import redacted_config
+from workflows.runtime.redaction import redacted_config
 
 # Kinds a test may run: the others wait for a person, a timer or a child instance.
 TESTABLE = ("python", "http", "llm", "router")

@@ -157,12 +157,12 @@ def test_a_refused_input_or_an_unknown_workflow_fails_the_step_for_good_naming_i
 
 def halt(instance: WorkflowInstance) -> int:
     from workflows.models import ReviewItem
-    from workflows.runtime import transitions
+    from workflows.runtime import stopping
 
     with transaction.atomic():
         inst = runtime.lock(instance.pk)
         uow = runtime.UnitOfWork(inst, runtime.graph_for_version(inst.version_id), timezone.now())
-        transitions.halt(uow, "loop_breaker", {"message": "halted by the test"})
+        stopping.halt(uow, "loop_breaker", {"message": "halted by the test"})
         runtime.apply(uow)
     return ReviewItem.objects.get(instance=instance, status="open").pk
 

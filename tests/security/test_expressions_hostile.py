@@ -150,11 +150,11 @@ def test_the_expression_checker_refuses_blowups_without_a_500(admin_client_: Cli
 @pytest.mark.django_db(transaction=True)
 def test_templates_render_inside_the_steps_time_limit(enqueued: list[int], monkeypatch: pytest.MonkeyPatch) -> None:
     from workflows import timeouts
-    from workflows.runtime import lifecycle, loop
+    from workflows.runtime import loop, step_calls
 
     limited: list[bool] = []
     inside: list[bool] = [False]
-    original_build = lifecycle.build_call
+    original_build = step_calls.build_call
 
     @contextlib.contextmanager
     def recording_limit(seconds: float, what: str) -> Iterator[None]:

@@ -16,7 +16,7 @@ from tests.store.conftest import CommitSpy
 from tests.store.driver import Driver, snapshot
 from tests.workflows.support import assert_history_consistent, events
 from workflows.models import StepRun, WorkflowInstance
-from workflows.runtime import transitions
+from workflows.runtime import stopping
 from workflows.store import get_store
 
 
@@ -74,7 +74,7 @@ def _step_moved_while_deciding(driver: Driver, version: Callable[..., Any],
 
     from workflows import reconciler
 
-    original = transitions.cancel_open_steps
+    original = stopping.cancel_open_steps
     decided = []
 
     def then_promoted(uow: Any, reason: str) -> None:
@@ -83,7 +83,7 @@ def _step_moved_while_deciding(driver: Driver, version: Callable[..., Any],
         if len(decided) == 1:
             assert reconciler.promote_due(driver.clock.now + timedelta(seconds=20)) == 1
 
-    monkeypatch.setattr(transitions, "cancel_open_steps", then_promoted)
+    monkeypatch.setattr(stopping, "cancel_open_steps", then_promoted)
     assert driver.finish(claim, outcome) is None
     assert len(decided) == 2, "the stale decision was not made again"
     inst.refresh_from_db()

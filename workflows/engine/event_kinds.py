@@ -12,7 +12,7 @@ from typing import Any
 
 from workflows.engine.statuses import INSTANCE_FINAL, InstanceStatus, StepStatus
 
-# A compensation step runs under its node's id with this prefix (workflows/runtime/transitions.py).
+# A compensation step runs under its node's id with this prefix (workflows/runtime/compensation.py).
 COMPENSATE_PREFIX = "compensate:"
 
 _S = StepStatus

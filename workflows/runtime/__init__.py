@@ -15,6 +15,9 @@ Public API (nothing outside this package imports a private name from it):
 
 from __future__ import annotations
 
+from workflows.runtime.activation import activate, budget_exceeded, fired_edges, resolve
+from workflows.runtime.claiming import claim_step, claim_steps
+from workflows.runtime.compensation import start_compensation
 from workflows.runtime.config import (
     COMPENSATE_PREFIX,
     check_payload,
@@ -25,21 +28,9 @@ from workflows.runtime.config import (
     node_for_step,
     queue_for,
 )
+from workflows.runtime.finishing import finish_groups, finish_step, finish_steps, release_step
+from workflows.runtime.instance_control import apply, cancel_instance, expire_instance, lock
 from workflows.runtime.leases import keeper
-from workflows.runtime.lifecycle import (
-    apply,
-    build_call,
-    cancel_instance,
-    claim_step,
-    claim_steps,
-    expire_instance,
-    finish_groups,
-    finish_step,
-    finish_steps,
-    lock,
-    release_step,
-    timeout_for,
-)
 from workflows.runtime.loop import (
     finish_groups_reconnecting,
     finish_step_reconnecting,
@@ -50,18 +41,12 @@ from workflows.runtime.loop import (
 )
 from workflows.runtime.observe import current_step
 from workflows.runtime.records import Claim, Outcome, StepOutputs, as_step_error
+from workflows.runtime.resuming import resume
 from workflows.runtime.starting import start_instance, start_instances
+from workflows.runtime.step_calls import build_call, timeout_for
+from workflows.runtime.stopping import stop_instance
 from workflows.runtime.subflows import other_waiting as others_waiting
 from workflows.runtime.subflows import reconcile as reconcile_subflows
-from workflows.runtime.transitions import (
-    activate,
-    budget_exceeded,
-    fired_edges,
-    resolve,
-    resume,
-    start_compensation,
-    stop_instance,
-)
 from workflows.runtime.unit import UnitOfWork
 
 __all__ = [

@@ -9,19 +9,13 @@ from collections.abc import Callable
 from typing import TypeVar
 
 from workflows.engine.statuses import StepStatus
+from workflows.runtime.claiming import claim_step, claim_steps
 from workflows.runtime.config import conf, node_for_step
+from workflows.runtime.finishing import finish_groups, finish_step, finish_steps
 from workflows.runtime.leases import keeper
-from workflows.runtime.lifecycle import (
-    build_call,
-    claim_step,
-    claim_steps,
-    finish_groups,
-    finish_step,
-    finish_steps,
-    timeout_for,
-)
 from workflows.runtime.observe import current_step
 from workflows.runtime.records import Claim, Outcome, as_step_error
+from workflows.runtime.step_calls import build_call, timeout_for
 
 log = logging.getLogger("steadyflow.runtime")
 T = TypeVar("T")

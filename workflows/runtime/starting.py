@@ -22,7 +22,7 @@ from workflows.engine.inputs import prepare_input
 from workflows.engine.priorities import NORMAL, parse_priority
 from workflows.engine.statuses import InstanceStatus
 from workflows.models import WorkflowInstance, WorkflowVersion
-from workflows.runtime import transitions as tx
+from workflows.runtime.activation import new_step, resolve, start_edges
 from workflows.runtime.config import check_payload, conf, graph_for_version
 from workflows.runtime.observe import incoming_trace, instance_traceparent, trace_parts
 from workflows.runtime.subflows import ParentLink
@@ -112,7 +112,7 @@ def _create(version: WorkflowVersion, items: list[tuple[dict[str, Any], str | No
     units: list[UnitOfWork] = []
     # The start's conditions read only the input: decided here, before the transaction, so a
     # failing one refuses the start (ExpressionError, a 400) and none runs inside it.
-    fired = [tx.start_edges(graph, start_input) for start_input, _ in items]
+    fired = [start_edges(graph, start_input) for start_input, _ in items]
     with store.atomic():
         instances = store.create_instances([WorkflowInstance(
             version=version, definition_id=version.definition_id, status=InstanceStatus.RUNNING,
@@ -134,9 +134,9 @@ def _create(version: WorkflowVersion, items: list[tuple[dict[str, Any], str | No
                       trace_id=instance.trace_id)
             start = graph.start_node
             uow.set_instance(loop_count=1, state=instance.state)
-            step = tx.new_step(uow, start)
+            step = new_step(uow, start)
             step.output = instance.input
-            tx.resolve(uow, step, start_fired)
+            resolve(uow, step, start_fired)
             units.append(uow)
         store.apply_many(units)
     for instance in instances:

@@ -39,9 +39,13 @@ from workflows.engine.nodes.base import ChildRun, RecordedPlan
 from workflows.engine.planner import plan_issues_text
 from workflows.engine.statuses import INSTANCE_ACTIVE, InstanceStatus, StepStatus
 from workflows.models import StepRun, WorkflowDefinition, WorkflowInstance, WorkflowVersion
-from workflows.runtime import transitions as tx
+from workflows.runtime.compensation import start_compensation
 from workflows.runtime.config import graph_for_version, node_for_step, person_kinds
+from workflows.runtime.decided_steps import steps_of
+from workflows.runtime.instance_control import cancel_instance
 from workflows.runtime.records import Claim
+from workflows.runtime.redaction import redacted_input
+from workflows.runtime.step_outcomes import fail_attempt
 from workflows.runtime.unit import UnitOfWork
 
 log = logging.getLogger("steadyflow.runtime")
@@ -188,7 +192,7 @@ def await_child(uow: UnitOfWork, step: StepRun, claim: Claim, child_id: int) -> 
         settle(uow, step, claim, child)
         return
     uow.update_step(step, status=StepStatus.PENDING, due_at=None, lease_token="", lease_until=None,
-                    input=tx.redacted_input(claim))
+                    input=redacted_input(claim))
     uow.event("step_waiting", step.node_id, step, visit=step.visit, child=child.pk)
     if uow.instance.status == InstanceStatus.RUNNING:
         uow.set_instance(status=InstanceStatus.WAITING)
@@ -210,7 +214,7 @@ def settle(uow: UnitOfWork, step: StepRun, claim: Claim, child: WorkflowInstance
         return
     error = child.error or {}
     reason = error.get("message") or child.halt_reason or str(child.status)
-    tx.fail_attempt(uow, step, claim, StepError(
+    fail_attempt(uow, step, claim, StepError(
         f"sub-workflow instance {child.pk} {child.status}: {reason}",
         permanent=child.status == InstanceStatus.CANCELLED,
         details={"code": f"child_{child.status}", "child": child.pk, "child_status": str(child.status)}))
@@ -229,7 +233,7 @@ def waits_on_child(step: StepRun) -> bool:
 def other_waiting(uow: UnitOfWork, step: StepRun) -> bool:
     """Whether anything but `step` keeps the instance waiting: a human task, or a sub-workflow step
     whose child runs."""
-    pending = [s for s in tx.steps_of(uow, [StepStatus.PENDING], parked_only=True) if s.pk != step.pk]
+    pending = [s for s in steps_of(uow, [StepStatus.PENDING], parked_only=True) if s.pk != step.pk]
     persons = person_kinds()
     return any(s.node_type in persons or waits_on_child(s) for s in pending)
 
@@ -274,8 +278,6 @@ def child_ended(child_id: int) -> None:
 
 def cancel_children(step_ids: list[int], now: datetime | None = None) -> int:
     """Post-commit effect of cancelled parent steps: cancel their children still alive."""
-    from workflows.runtime.lifecycle import cancel_instance
-
     alive = WorkflowInstance.objects.filter(parent_step_id__in=step_ids, status__in=CHILD_ALIVE)
     return sum(1 for pk in alive.values_list("pk", flat=True)
                if cancel_instance(pk, "its parent step was cancelled", now=now))
@@ -294,7 +296,7 @@ def compensate_children(step_ids: list[int], now: datetime | None = None) -> int
             if child.status != InstanceStatus.COMPLETED:
                 continue
             uow = UnitOfWork(child, graph_for_version(child.version_id), now)
-            if tx.start_compensation(uow):
+            if start_compensation(uow):
                 store.apply(uow)
                 started += 1
     return started

@@ -34,9 +34,13 @@ from workflows.engine.retry import RetryPolicy
 from workflows.engine.scheduling import count_activations
 from workflows.engine.statuses import InstanceStatus, StepStatus
 from workflows.models import StepRun
-from workflows.runtime import transitions as tx
+from workflows.runtime.activation import budget_exceeded
 from workflows.runtime.config import conf, queue_for
+from workflows.runtime.decided_steps import ACTIVE, steps_of
 from workflows.runtime.records import Claim, Outcome
+from workflows.runtime.redaction import redacted_input
+from workflows.runtime.step_outcomes import fail_attempt
+from workflows.runtime.stopping import halt
 from workflows.runtime.unit import UnitOfWork
 
 WAITING = "waiting_for_tools"
@@ -84,7 +88,7 @@ def start_round(uow: UnitOfWork, step: StepRun, claim: Claim, result: NodeResult
 
     visits = inst.state.setdefault("tool_visits", {})
     # max_concurrency: the llm step gives its slot up while it waits; the calls take the free slots in
-    # the model's order and the rest are held like any activation (transitions.release_throttled).
+    # the model's order and the rest are held like any activation (activation.release_throttled).
     free = _free_slots(uow, leaving=step)
     queued: list[str] = []
     for call in rnd["calls"]:
@@ -118,7 +122,7 @@ def start_round(uow: UnitOfWork, step: StepRun, claim: Claim, result: NodeResult
     uow.set_instance(open_steps=inst.open_steps + len(queued), state=inst.state)
 
     fields: dict[str, Any] = {"output": output, "usage": usage, "attempt": step.attempt - 1, "lease_token": "",
-                              "lease_until": None, "input": tx.redacted_input(claim), "error": None}
+                              "lease_until": None, "input": redacted_input(claim), "error": None}
     uow.event("step_waiting", step.node_id, step, visit=step.visit, tool_round=rnd["round"],
               tool_calls=[{"id": c["id"], "name": c["name"], "error": c.get("error")} for c in rnd["calls"]])
     if queued:
@@ -134,15 +138,15 @@ def start_round(uow: UnitOfWork, step: StepRun, claim: Claim, result: NodeResult
     check = count_activations(inst.loop_count, 1 + len(queued), inst.max_transitions)
     uow.set_instance(loop_count=check.loop_count)
     if not check.allowed:
-        tx.halt(uow, "loop_breaker", {
+        halt(uow, "loop_breaker", {
             "message": f"more than {inst.max_transitions} node activations (max_transitions): tool round "
                        f"{rnd['round']} of node '{step.node_id}' ({len(queued)} tool call(s))",
             "node": step.node_id, "max_transitions": inst.max_transitions,
             "path": list(inst.state.get("trail", []))})
         return
-    over = tx.budget_exceeded(inst) if usage else None
+    over = budget_exceeded(inst) if usage else None
     if over is not None:
-        tx.halt(uow, "budget_exceeded", {**over, "node": step.node_id})
+        halt(uow, "budget_exceeded", {**over, "node": step.node_id})
 
 
 def _free_slots(uow: UnitOfWork, *, leaving: StepRun) -> int | None:
@@ -150,7 +154,7 @@ def _free_slots(uow: UnitOfWork, *, leaving: StepRun) -> int | None:
     limit = uow.graph.settings.max_concurrency
     if not limit:
         return None
-    return limit - sum(1 for active in tx.steps_of(uow, tx.ACTIVE) if active.pk != leaving.pk)
+    return limit - sum(1 for active in steps_of(uow, ACTIVE) if active.pk != leaving.pk)
 
 
 def _count_usage(uow: UnitOfWork, before: dict[str, Any] | None, after: dict[str, Any] | None) -> None:
@@ -185,7 +189,7 @@ def finish_call(uow: UnitOfWork, step: StepRun, claim: Claim, outcome: Outcome) 
         policy = RetryPolicy.from_node(claim.node.retry, conf("DEFAULT_MAX_ATTEMPTS"))
         if error.as_dict().get("code") == "lease_expired" or policy.should_retry(step.attempt, error.permanent):
             call_input = step.input
-            tx.fail_attempt(uow, step, claim, error)  # retried (or, a poison step, halted)
+            fail_attempt(uow, step, claim, error)  # retried (or, a poison step, halted)
             # The call's arguments and its parent stay the step's input (not the rendered config).
             uow.update_step(step, input=call_input)
             return

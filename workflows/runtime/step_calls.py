@@ -1,0 +1,76 @@
+"""Preparing a claimed step to run: its config rendered against the instance (secrets as
+placeholders, never values), and the handler's argument with what the node needs (breaker, response
+cache, tool rounds, sub-workflows); and the step's time limit.
+"""
+
+from __future__ import annotations
+
+from datetime import datetime
+
+from django.utils import timezone
+
+from workflows import credentials
+from workflows import store as stores
+from workflows.engine import expressions
+from workflows.engine.errors import ExpressionError, PermanentStepError
+from workflows.engine.nodes import StepCall
+from workflows.engine.nodes.llm import provider_of
+from workflows.runtime import subflows, tool_calls
+from workflows.runtime.config import conf, engine_config
+from workflows.runtime.observe import step_traceparent
+from workflows.runtime.records import Claim, StepOutputs
+
+
+def build_call(claim: Claim, now: datetime | None = None) -> StepCall:
+    """Render the node's config against the instance and make the handler's argument."""
+    now = now or timezone.now()
+    inst, node, kind = claim.instance, claim.node, claim.kind
+    steps = StepOutputs(inst.pk)
+    names = {"context": inst.context, "steps": steps, "input": inst.input}
+    if tool_calls.is_tool_step(node.id):
+        names.update(tool_calls.call_names(claim.step))
+    raw = node.config
+    # `{{ secrets.NAME }}` become this attempt's placeholders before rendering: the renderer never
+    # sees a value, and the config the step records holds none (workflows/credentials.py).
+    scope, account = credentials.for_node(node, kind.raw_config_keys)
+    try:
+        config = {key: (value if key in kind.raw_config_keys
+                        else expressions.render(scope.protect(value) if scope is not None else value, names))
+                  for key, value in raw.items()}
+    except ExpressionError as exc:
+        raise PermanentStepError(f"node '{node.id}': template failed: {exc}") from None
+    if tool_calls.is_tool_step(node.id):
+        config = tool_calls.call_config(claim.step, node, config)
+    rounds = tool_calls.rounds_of(claim.step) if node.type == "llm" else []
+    call_index = 0
+    if node.type == "llm" and provider_of(raw, engine_config().llm_default_provider) == "scripted":
+        earlier = stores.get_store().earlier_attempts(inst.pk, node.id, claim.step.visit)
+        # Each answered tool round was one call (its attempt was given back).
+        call_index = earlier + claim.step.attempt - 1 + len(rounds)
+    gate = None
+    if node.type == "llm":
+        from workflows.breakers import DatabaseBreaker, provider_key
+
+        gate = DatabaseBreaker(provider_key(config, account))
+    response_cache = None
+    if node.type == "llm" and raw.get("cache"):
+        # Only a node that opts in gets one: the others never query the cache table.
+        from workflows.llm_cache import DatabaseCache
+
+        response_cache = DatabaseCache(inst.definition_id, node.id, claim.step.pk, inst.pk)
+    call = StepCall(
+        node=node, config=config, context=inst.context, steps=steps, start_input=inst.input,
+        instance_id=inst.pk, visit=claim.step.visit, attempt=claim.step.attempt,
+        idempotency_key=claim.step.idempotency_key, now=now,
+        # The step's own span in the instance's trace (runtime/observe.py): what http and llm nodes send.
+        trace_id=step_traceparent(inst.trace_id, claim.step.pk, claim.step.attempt),
+        activated_at=claim.step.created_at, engine=engine_config(), call_index=call_index, breaker=gate,
+        secrets=scope, provider=account, cache=response_cache, tool_rounds=rounds,
+        subflows=subflows.StepSubflows(claim) if claim.kind.starts_children else None,
+    )
+    claim.call = call
+    return call
+
+
+def timeout_for(claim: Claim) -> float:
+    return float(claim.node.timeout_s or conf("DEFAULT_STEP_TIMEOUT_S"))
