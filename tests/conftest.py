@@ -70,6 +70,16 @@ def _fresh_webhook_rejection_counts() -> None:
         pass
 
 
+@pytest.fixture(autouse=True)
+def _helper_thread_closed() -> Iterator[None]:
+    """The process's helper thread (workflows/db_threads.py) keeps a database connection: closed after
+    each test, so none is left open when the test database is dropped."""
+    yield
+    from workflows import db_threads
+
+    db_threads.shutdown_helpers()
+
+
 @pytest.fixture
 def redis_conn() -> Iterator[Any]:
     """The real Redis the queues use, emptied before the test (queues and live groups only)."""

@@ -45,7 +45,7 @@ import socket
 import threading
 import time
 from collections.abc import Awaitable, Callable
-from concurrent.futures import Future, ThreadPoolExecutor
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from datetime import timedelta
 from typing import Any, TypeVar
@@ -54,10 +54,10 @@ import django_rq
 import redis
 from django.conf import settings
 from django.core.management.base import CommandError
-from django.db import close_old_connections, connections
 from django.utils import timezone
 
 from workflows import breakers, dispatch, live_partial, metrics, rq_adapter, runtime
+from workflows.db_threads import DjangoThreadPool
 from workflows.engine import providers
 from workflows.engine.errors import StepTimeout
 from workflows.engine.priorities import queue_names
@@ -82,54 +82,6 @@ ALLOW_INLINE = False
 # After the grace period: how long to wait for releases and for synchronous handlers to return.
 RELEASE_WAIT_S = 20.0
 RELEASE_REASON = "the ai consumer stopped before the call finished"
-
-
-def _fresh_connection_call(fn: Callable[..., T], args: tuple[Any, ...], kwargs: dict[str, Any]) -> T:
-    # What Django does at each request: drop a connection that broke or outlived CONN_MAX_AGE.
-    close_old_connections()
-    return fn(*args, **kwargs)
-
-
-def _close_connections_here(barrier: threading.Barrier) -> None:
-    connections.close_all()
-    try:
-        # Hold this thread until every thread has taken one of these tasks.
-        barrier.wait(timeout=2)
-    except threading.BrokenBarrierError:
-        pass
-
-
-class DjangoThreadPool(ThreadPoolExecutor):
-    """A bounded thread pool whose threads may use the ORM.
-
-    Every call starts by dropping stale connections (close_old_connections), and shutdown closes
-    each thread's connections in that thread (Django connections belong to their thread). It is
-    also the loop's default executor, so `asyncio.to_thread` in node kinds (the circuit breaker's
-    database calls) is bounded and clean as well.
-    """
-
-    def __init__(self, max_workers: int, name: str) -> None:
-        self._threads_started = 0
-        self._closed = False
-        self._count_lock = threading.Lock()
-        super().__init__(max_workers=max_workers, thread_name_prefix=name, initializer=self._count_thread)
-
-    def _count_thread(self) -> None:
-        with self._count_lock:
-            self._threads_started += 1
-
-    def submit(self, fn: Callable[..., T], /, *args: Any, **kwargs: Any) -> Future[T]:
-        return super().submit(_fresh_connection_call, fn, args, kwargs)
-
-    def shutdown(self, wait: bool = True, *, cancel_futures: bool = False) -> None:
-        with self._count_lock:
-            closing, self._closed = not self._closed, True
-            started = self._threads_started
-        if closing and started:
-            barrier = threading.Barrier(started)
-            for _ in range(started):
-                super().submit(_close_connections_here, barrier)
-        super().shutdown(wait, cancel_futures=cancel_futures)
 
 
 def _extend_leases(claims: list[runtime.Claim]) -> None:

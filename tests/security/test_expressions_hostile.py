@@ -164,9 +164,9 @@ def test_templates_render_inside_the_steps_time_limit(enqueued: list[int], monke
         finally:
             inside[0] = False
 
-    def recording_build(claim: Any, now: Any = None) -> Any:
+    def recording_build(claim: Any, now: Any = None, **options: Any) -> Any:
         limited.append(inside[0])
-        return original_build(claim, now)
+        return original_build(claim, now, **options)
 
     monkeypatch.setattr(timeouts, "time_limit", recording_limit)
     monkeypatch.setattr(loop, "build_call", recording_build)

@@ -8,6 +8,7 @@ import time
 from collections.abc import Callable
 from typing import TypeVar
 
+from workflows import db_threads
 from workflows.engine.statuses import StepStatus
 from workflows.runtime.claiming import claim_step, claim_steps
 from workflows.runtime.config import conf, node_for_step
@@ -89,7 +90,9 @@ def run_claimed(claim: Claim) -> Outcome:
     try:
         # The config's templates render inside the step's time limit: they are part of its work.
         with keeper.holding(claim.step.pk, claim.token), time_limit(timeout_for(claim), f"step {claim.node.id}"):
-            call = build_call(claim)
+            # An llm node runs on a loop of its own here: its database helpers run on this process's
+            # helper thread, which keeps (and checks) one connection instead of leaving one per call.
+            call = build_call(claim, offload=db_threads.helpers())
             result = claim.kind.run(call)
         return Outcome(result=result)
     except Exception as exc:  # noqa: BLE001 - a failing node must never take the worker down

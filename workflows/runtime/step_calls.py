@@ -5,6 +5,7 @@ cache, tool rounds, sub-workflows); and the step's time limit.
 
 from __future__ import annotations
 
+from concurrent.futures import Executor
 from datetime import datetime
 
 from django.utils import timezone
@@ -21,8 +22,9 @@ from workflows.runtime.observe import step_traceparent
 from workflows.runtime.records import Claim, StepOutputs
 
 
-def build_call(claim: Claim, now: datetime | None = None) -> StepCall:
-    """Render the node's config against the instance and make the handler's argument."""
+def build_call(claim: Claim, now: datetime | None = None, offload: Executor | None = None) -> StepCall:
+    """Render the node's config against the instance and make the handler's argument. `offload`:
+    where its blocking helpers run off the event loop (StepCall.offload)."""
     now = now or timezone.now()
     inst, node, kind = claim.instance, claim.node, claim.kind
     steps = StepOutputs(inst.pk)
@@ -65,7 +67,7 @@ def build_call(claim: Claim, now: datetime | None = None) -> StepCall:
         # The step's own span in the instance's trace (runtime/observe.py): what http and llm nodes send.
         trace_id=step_traceparent(inst.trace_id, claim.step.pk, claim.step.attempt),
         activated_at=claim.step.created_at, engine=engine_config(), call_index=call_index, breaker=gate,
-        secrets=scope, provider=account, cache=response_cache, tool_rounds=rounds,
+        offload=offload, secrets=scope, provider=account, cache=response_cache, tool_rounds=rounds,
         subflows=subflows.StepSubflows(claim) if claim.kind.starts_children else None,
     )
     claim.call = call

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping
+from concurrent.futures import Executor
 from dataclasses import dataclass, field
 from datetime import datetime
 from typing import TYPE_CHECKING, Any, ClassVar, Protocol
@@ -111,6 +112,12 @@ class StepCall:
     engine: EngineConfig
     call_index: int = 0  # how many calls this node made earlier in this instance (scripted LLMs)
     breaker: BreakerGate | None = None
+    # Where the blocking helpers (the breaker's gate, the response cache: database calls) run off the
+    # event loop. None: the running loop's default executor, which the ai consumer makes its managed
+    # database pool. A synchronous worker's step runs on a loop of its own (LLM.run), whose default
+    # executor is made and dropped per call: the runtime gives one whose threads live on and close
+    # their connections (workflows/db_threads.py), or every call would leave a connection open.
+    offload: Executor | None = None
     # `{{ secrets.NAME }}` references are placeholders in `config`: a handler reveals them only in
     # what it sends, and scrubs what comes back (engine/secrets.py).
     secrets: SecretScope | None = None

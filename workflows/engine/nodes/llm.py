@@ -1,9 +1,11 @@
 from __future__ import annotations
 
 import asyncio
+import contextvars
 import copy
+from collections.abc import Callable
 from functools import partial
-from typing import Any, ClassVar
+from typing import Any, ClassVar, TypeVar
 
 import jsonschema
 
@@ -12,6 +14,8 @@ from workflows.engine.errors import CircuitOpen, ConfigError, GraphIssue, Provid
 from workflows.engine.graph import Graph, Node
 from workflows.engine.nodes import llm_tools, register
 from workflows.engine.nodes.base import EngineConfig, NodeKind, NodeResult, StepCall
+
+T = TypeVar("T")
 
 ROUTE_INSTRUCTION = "Reply with exactly one of these words and nothing else: {routes}."
 
@@ -118,12 +122,12 @@ class LLM(NodeKind):
         cache_key = _cache_key(call, routes)
         if cache_key is not None and call.cache is not None:
             # Before the breaker: a stored reply calls no provider, so it is served even when one is down.
-            hit = await asyncio.to_thread(call.cache.get, cache_key, call.now)
+            hit = await _off_loop(call, call.cache.get, cache_key, call.now)
             if hit is not None:
                 return llm_cache.hit_result(hit, call.now, _model(config), config.get("save_as"))
         gate = call.breaker
         # The breaker's state lives in the database: its calls run off the event loop.
-        if gate is not None and not await asyncio.to_thread(gate.allow):
+        if gate is not None and not await _off_loop(call, gate.allow):
             return _fallback(call, gate.key)
         try:
             reply = await self._call_provider(call, routes)
@@ -136,10 +140,10 @@ class LLM(NodeKind):
                 # Only provider-side failures count (5xx, 429, timeouts, unreachable): a permanent
                 # error (400/404/422: a bad model name, a bad request) is this node's own, and must not
                 # open the provider's breaker for every workflow. It fails the step all the same.
-                await asyncio.to_thread(gate.release if exc.permanent else partial(gate.record, False))
+                await _off_loop(call, gate.release if exc.permanent else partial(gate.record, False))
             raise
         if gate is not None:
-            await asyncio.to_thread(gate.record, True)
+            await _off_loop(call, gate.record, True)
         if reply.tool_calls and config.get("tools"):
             return _tool_round(call, reply)
         if routes and reply.route not in routes:
@@ -156,7 +160,7 @@ class LLM(NodeKind):
         ttl = llm_cache.ttl_of(config)
         if cache_key is not None and call.cache is not None and ttl is not None:
             # Only a reply that makes the step succeed is stored: errors never are.
-            await asyncio.to_thread(call.cache.put, cache_key, output, usage, call.now, ttl)
+            await _off_loop(call, call.cache.put, cache_key, output, usage, call.now, ttl)
             output = {**output, "cache": {"hit": False, "stored": True}}
         return NodeResult(output=output, usage=usage, context_updates=updates)
 
@@ -222,6 +226,13 @@ def _streams(call: StepCall) -> bool:
 
 def _model(config: dict[str, Any]) -> str:
     return str(config.get("model") or "gpt-4o-mini")
+
+
+async def _off_loop(call: StepCall, fn: Callable[..., T], *args: Any) -> T:
+    """`fn(*args)` on the call's executor (StepCall.offload), as asyncio.to_thread runs it: in a copy
+    of this context (log lines still name the step)."""
+    context = contextvars.copy_context()
+    return await asyncio.get_running_loop().run_in_executor(call.offload, partial(context.run, fn, *args))
 
 
 def _cache_key(call: StepCall, routes: list[str]) -> str | None:
