@@ -11,16 +11,15 @@ from typing import Any
 import pytest
 
 from dashboard.meta import ui_meta
-from tests.dashboard.test_operations import chain_graph, run_queued, start
+from tests.conftest import halts_as_it_starts
+from tests.dashboard.test_operations import run_queued, start
 from workflows.models import ReviewItem
 
 pytestmark = [pytest.mark.e2e, pytest.mark.django_db(transaction=True)]
 
 
 def halted_instance() -> Any:
-    graph = chain_graph()
-    graph["settings"] = {"max_transitions": 2}
-    inst = run_queued(start(graph))
+    inst = run_queued(start(halts_as_it_starts()))
     assert inst.status == "halted"
     return inst
 
