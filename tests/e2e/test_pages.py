@@ -49,8 +49,8 @@ def test_review_and_instance_pages_draw_the_halted_graph(page: Any, login: Calla
     meta = ui_meta()
     assert page.eval_on_selector_all("#legend li:not(.hint)", "ls => ls.map(l => l.textContent)") == meta["legend"]
     # The node the breaker stopped at is drawn halted, in the served colour.
-    halted = [n for n, s in ((n, page.evaluate("(id) => steadyflowLive.renderedState(id)", n)) for n in "abc")
-              if s == "halted"]
+    drawn = {n: page.evaluate("(id) => steadyflowLive.renderedState(id)", n) for n in ("w1", "w2", "w3")}
+    halted = [n for n, s in drawn.items() if s == "halted"]
     assert halted, "no node is drawn halted"
     colour = page.evaluate("(id) => steadyflowLive.cy.getElementById(id).style('background-color')", halted[0])
     r, g, b = (int(meta["statusColors"]["halted"][i:i + 2], 16) for i in (1, 3, 5))
