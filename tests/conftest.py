@@ -238,6 +238,17 @@ def chain(*nodes: dict[str, Any], settings: dict[str, Any] | None = None) -> dic
     return graph
 
 
+def halts_as_it_starts(**settings: Any) -> dict[str, Any]:
+    """A graph the loop breaker halts as it starts, under a max_transitions validation accepts: the
+    start fans out to three noop nodes (1 + 3 activations), past max_transitions 3, which its
+    shortest run (start -> w1 -> end, 3 activations) fits. `settings` are added to it."""
+    work = [{"id": f"w{i}", "type": "python", "config": {"function": "noop"}} for i in (1, 2, 3)]
+    return {"nodes": [{"id": "start", "type": "start"}, *work, {"id": "end", "type": "end"}],
+            "edges": [*({"source": "start", "target": n["id"]} for n in work),
+                      *({"source": n["id"], "target": "end"} for n in work)],
+            "settings": {"max_transitions": 3, **settings}}
+
+
 def past_deadline(instance: Any) -> Any:
     """A moment just past the instance's TTL deadline: expire it without waiting on the wall clock."""
     from datetime import timedelta

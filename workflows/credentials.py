@@ -116,14 +116,14 @@ def _raw_keys() -> dict[str, frozenset[str]]:
     return {name: kind.raw_config_keys for name, kind in known_kinds().items()}
 
 
-def validate(graph: Any) -> list[GraphIssue]:
-    """The graph's validation (engine/validation.py) plus its use of credentials: every name a
-    reference or an llm node's `credential` gives must exist, with the right kind; conditions may
-    not read secrets; a literal model must be one the provider credential allows."""
+def validate(graph: Any, *, imposed_limit: bool = False) -> list[GraphIssue]:
+    """The graph's validation (engine/validation.py; `imposed_limit` as there) plus its use of
+    credentials: every name a reference or an llm node's `credential` gives must exist, with the right
+    kind; conditions may not read secrets; a literal model must be one the provider credential allows."""
     if not isinstance(graph, Mapping):
-        return validate_graph(graph)
+        return validate_graph(graph, imposed_limit=imposed_limit)
     # The expression checks never see a reference: the renderer never does either (engine/secrets.py).
-    issues = validate_graph(engine_secrets.without_references(graph))
+    issues = validate_graph(engine_secrets.without_references(graph), imposed_limit=imposed_limit)
     # Only a graph that can name a credential reads the table: validating a plain file (validate_workflow)
     # needs no database.
     text = json.dumps(graph, default=str)

@@ -20,7 +20,7 @@ from django.db import transaction
 from django.utils import timezone
 
 from workflows import runtime
-from workflows.engine import limits
+from workflows.engine import activations, limits
 from workflows.engine.errors import ExpressionError
 from workflows.engine.statuses import InstanceStatus, StepStatus
 from workflows.models import AuditEntry, ReviewItem, ReviewStatus, StepRun, WorkflowInstance
@@ -200,8 +200,9 @@ def _apply_grants(tr: runtime.UnitOfWork, item: ReviewItem, decision: Decision) 
     inst = tr.instance
     extra = decision.extra_transitions
     if extra is None and item.reason == "loop_breaker":
-        # Continuing a looped instance without more room would halt it again at once.
-        extra = tr.graph.settings.max_transitions or runtime.conf("DEFAULT_MAX_TRANSITIONS")
+        # Continuing a looped instance without more room would halt it again at once: it gets the
+        # graph's limit again (its own, or the default for it, engine/activations.py).
+        extra = activations.max_transitions(tr.graph, runtime.conf("DEFAULT_MAX_TRANSITIONS"))
     if extra is not None:
         grant = _grant(extra, "extra transitions", limits.MAX_GRANT_TRANSITIONS)
         if inst.max_transitions + grant > limits.MAX_TOTAL_TRANSITIONS:

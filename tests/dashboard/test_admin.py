@@ -12,7 +12,7 @@ from django.contrib.auth.models import User
 from django.test import Client
 from django.urls import reverse
 
-from tests.conftest import chain
+from tests.conftest import chain, halts_as_it_starts
 from workflows import runtime
 from workflows.definitions import save_version
 from workflows.models import BreakerState, Checkpoint, Event, ReviewItem, StepRun, WorkflowInstance
@@ -36,8 +36,8 @@ def rows(redis_conn: Any) -> WorkflowInstance:
     graph = chain({"id": "work", "type": "python", "config": {"function": "noop"}})
     version = save_version("admin-flow", graph)
     instance = runtime.start_instance(version, {"n": 1})
-    # A loop-breaker halt on the first activation: a review item to list and open.
-    runtime.start_instance(save_version("admin-halts", {**graph, "settings": {"max_transitions": 1}}), {})
+    # A loop-breaker halt as it starts: a review item to list and open.
+    runtime.start_instance(save_version("admin-halts", halts_as_it_starts()), {})
     assert ReviewItem.objects.exists()
     BreakerState.objects.create(key="scripted")
     return instance

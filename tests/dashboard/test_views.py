@@ -16,6 +16,7 @@ from django.contrib.auth.models import Permission
 from django.test import Client
 from django.utils import timezone
 
+from tests.conftest import halts_as_it_starts
 from tests.dashboard.test_operations import FAILING, chain_graph, graph, node, run_queued, start
 from workflows.models import BreakerState, ReviewItem, StepRun, WorkflowInstance
 
@@ -89,9 +90,7 @@ def test_the_instance_page_needs_login_and_the_view_permission(client_for: Calla
 
 
 def test_the_page_of_a_halted_instance_carries_its_open_review_item(client_for: Callable[..., Client]) -> None:
-    graph = chain_graph()
-    graph["settings"] = {"max_transitions": 2}
-    inst = run_queued(start(graph))
+    inst = run_queued(start(halts_as_it_starts()))
     assert inst.status == "halted" and inst.halt_reason == "loop_breaker"
     item = ReviewItem.objects.get(instance=inst, status="open")
     config = page_config(client_for(*OPERATOR).get(f"/instances/{inst.pk}/"))
@@ -167,9 +166,7 @@ def test_operators_retry_rerun_and_cancel_over_the_api_and_viewers_may_not(
 
 
 def test_review_decisions_on_a_halted_instance(client_for: Callable[..., Client]) -> None:
-    graph = chain_graph()
-    graph["settings"] = {"max_transitions": 2}
-    inst = run_queued(start(graph))
+    inst = run_queued(start(halts_as_it_starts()))
     assert inst.status == "halted"
     url = f"/api/instances/{inst.pk}/review"
     no_decide = client_for("view_workflowinstance", "operate_workflowinstance")
@@ -184,6 +181,26 @@ def test_review_decisions_on_a_halted_instance(client_for: Callable[..., Client]
     assert inst.status == "completed"
     late = post(operator, url, {"action": "approve"})
     assert late.status_code == 409 and late.json()["message"] == f"instance {inst.pk} has no open review item"
+
+
+def test_approving_a_loop_breaker_halt_adds_the_graphs_default_limit_again(client_for: Callable[..., Client]) -> None:
+    """A graph with no max_transitions gets one pass over its 13 nodes (more than the configured 10);
+    an approval without a grant adds that again, not the configured default."""
+    body = [f"s{i}" for i in range(1, 11)]
+    ids = ["start", "a", *body, "end"]
+    looping = {"nodes": [{"id": "start", "type": "start"}, *(node(n) for n in ids[1:-1]), {"id": "end", "type": "end"}],
+               "edges": [*({"source": x, "target": y} for x, y in zip(ids[1:-1], ids[2:-1], strict=False)),
+                         {"source": "start", "target": "a"}, {"source": "s10", "target": "a", "when": "True"},
+                         {"source": "s10", "target": "end", "when": "False"}]}
+    inst = run_queued(start(looping))
+    assert inst.status == "halted" and inst.halt_reason == "loop_breaker", inst.error
+    assert inst.max_transitions == inst.loop_count == 13
+    approved = post(client_for(*OPERATOR), f"/api/instances/{inst.pk}/review", {"action": "approve"})
+    assert approved.status_code == 200, approved.content
+    inst.refresh_from_db()
+    assert inst.max_transitions == 26
+    inst = run_queued(inst)
+    assert inst.status == "halted" and inst.loop_count == 26
 
 
 def test_dashboard_stats(client_for: Callable[..., Client]) -> None:

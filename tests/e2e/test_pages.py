@@ -11,16 +11,15 @@ from typing import Any
 import pytest
 
 from dashboard.meta import ui_meta
-from tests.dashboard.test_operations import chain_graph, run_queued, start
+from tests.conftest import halts_as_it_starts
+from tests.dashboard.test_operations import run_queued, start
 from workflows.models import ReviewItem
 
 pytestmark = [pytest.mark.e2e, pytest.mark.django_db(transaction=True)]
 
 
 def halted_instance() -> Any:
-    graph = chain_graph()
-    graph["settings"] = {"max_transitions": 2}
-    inst = run_queued(start(graph))
+    inst = run_queued(start(halts_as_it_starts()))
     assert inst.status == "halted"
     return inst
 
@@ -50,8 +49,8 @@ def test_review_and_instance_pages_draw_the_halted_graph(page: Any, login: Calla
     meta = ui_meta()
     assert page.eval_on_selector_all("#legend li:not(.hint)", "ls => ls.map(l => l.textContent)") == meta["legend"]
     # The node the breaker stopped at is drawn halted, in the served colour.
-    halted = [n for n, s in ((n, page.evaluate("(id) => steadyflowLive.renderedState(id)", n)) for n in "abc")
-              if s == "halted"]
+    drawn = {n: page.evaluate("(id) => steadyflowLive.renderedState(id)", n) for n in ("w1", "w2", "w3")}
+    halted = [n for n, s in drawn.items() if s == "halted"]
     assert halted, "no node is drawn halted"
     colour = page.evaluate("(id) => steadyflowLive.cy.getElementById(id).style('background-color')", halted[0])
     r, g, b = (int(meta["statusColors"]["halted"][i:i + 2], 16) for i in (1, 3, 5))

@@ -205,3 +205,28 @@ def test_a_graph_that_starts_its_own_workflow_is_refused_at_save_naming_the_node
     assert [i.as_dict() for i in caught.value.issues] == [{
         "message": "node 'again': a sub-workflow may not start its own workflow 'loop'", "node": "again",
         "field": "config.workflow"}]
+
+
+def test_a_plan_bounded_below_its_shortest_run_is_not_refused_its_child_halts_for_review(store, settings, enqueued):
+    """A planned child gets no more transitions than its parent has left (here 1, for a plan whose
+    shortest run is 4): that bound is not a designer's setting, so the plan is not refused at
+    validation; the child halts into review, where an operator can grant more."""
+    import json
+
+    from workflows.models import ReviewItem
+
+    settings.STEADYFLOW = {**settings.STEADYFLOW, "STORE": store}
+    plan = chain(py("a", "tests.echo"), py("b", "tests.echo"))
+    version = save_version("planning", chain(
+        {"id": "plan", "type": "planner", "config": {"objective": "o", "provider": "scripted",
+                                                     "script": [{"text": json.dumps(plan)}]}},
+        settings={"max_transitions": 3}))
+    parent = runtime.start_instance(version, {})
+    step = StepRun.objects.get(instance=parent, node_id="plan")
+    claim = runtime.claim_step(step.pk, "w1")
+    assert claim is not None
+    result = run_handler(claim)
+    child = WorkflowInstance.objects.get(pk=result.waiting_on)
+    assert child.version.graph["settings"]["max_transitions"] == 1
+    assert child.status == "halted" and child.halt_reason == "loop_breaker"
+    assert ReviewItem.objects.filter(instance=child, status="open", reason="loop_breaker").exists()

@@ -10,7 +10,7 @@ from typing import Any
 
 import pytest
 
-from tests.conftest import chain
+from tests.conftest import chain, halts_as_it_starts
 from workflows import review, runtime
 from workflows.definitions import save_version
 from workflows.engine import limits
@@ -113,8 +113,8 @@ def test_saving_refuses_an_unbounded_budget(db: None) -> None:
 
 @pytest.fixture
 def halted_item(db: None, django_user_model: Any) -> ReviewItem:
-    """An instance halted by the loop breaker as it starts (max_transitions 1: the start node uses it)."""
-    version = save_version("bounded-grants", with_value("settings.max_transitions", 1))
+    """An instance halted by the loop breaker as it starts (its start fans out past max_transitions)."""
+    version = save_version("bounded-grants", halts_as_it_starts())
     instance = runtime.start_instance(version, {})
     return ReviewItem.objects.get(instance=instance, status="open", reason="loop_breaker")
 

@@ -12,7 +12,7 @@ import pytest
 from django.db import connection
 from django.test import Client
 
-from tests.security.conftest import GRAPH
+from tests.conftest import halts_as_it_starts
 from workflows import runtime
 from workflows.definitions import save_version
 from workflows.models import ReviewItem, WorkflowInstance
@@ -29,7 +29,7 @@ API = ["/api/instances/{id}", "/api/instances/{id}/events", "/api/instances/{id}
 @pytest.fixture
 def stored(db: None) -> tuple[WorkflowInstance, ReviewItem, str]:
     """A halted instance (its review item open) whose budget and cost columns hold a huge value."""
-    version = save_version("huge-stored", {**GRAPH, "settings": {"max_transitions": 1, "budget_usd": 5}})
+    version = save_version("huge-stored", halts_as_it_starts(budget_usd=5))
     instance = runtime.start_instance(version, {})
     item = ReviewItem.objects.get(instance=instance, status="open")
     huge = "1e30" if connection.vendor == "sqlite" else "99999999.999999"

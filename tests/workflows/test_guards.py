@@ -409,3 +409,30 @@ def test_a_workflow_with_a_bad_model_name_does_not_open_the_breaker_for_others(p
         step = served.steps.get(node_id="ask")
         assert step.output["text"] == "ok" and not step.degraded
         assert [r["status"] for r in server.requests] == [404] * 6 + [200]
+
+
+@pytest.mark.django_db(transaction=True)
+def test_without_settings_a_long_chain_and_a_wide_fan_out_complete_while_a_loop_still_halts(processes):
+    """The default limit covers one pass over every node (engine/activations.py): a graph with no
+    loop never halts on its first run, however many nodes; a loop still halts at the default."""
+    from workflows.definitions import save_version
+
+    work = [{"id": f"n{i}", "type": "python", "config": {"function": "noop"}} for i in range(1, 16)]
+    branches = [{"id": f"p{i}", "type": "python", "config": {"function": "noop"}} for i in range(1, 13)]
+    fan = {"nodes": [{"id": "start", "type": "start"}, *branches, {"id": "end", "type": "end"}],
+           "edges": [*({"source": "start", "target": b["id"]} for b in branches),
+                     *({"source": b["id"], "target": "end"} for b in branches)]}
+    call_command("load_examples")
+    looping = dict(WorkflowDefinition.objects.get(slug="hallucination-loop").latest_version().graph)
+    looping.pop("settings")
+    _workers(processes)
+    long_chain = runtime.start_instance(save_version("long-chain", chain(*work)), {})
+    wide = runtime.start_instance(save_version("wide-fan-out", fan), {})
+    loop = runtime.start_instance(save_version("loop-without-settings", looping), {"ticket": "T-8"})
+
+    wait_for_status(long_chain, "completed", timeout=90)
+    assert long_chain.max_transitions == long_chain.loop_count == 17  # start, 15 nodes, end
+    wait_for_status(wide, "completed", timeout=90)
+    assert wide.max_transitions == wide.loop_count == 14
+    wait_for_status(loop, "halted", timeout=90)
+    assert loop.halt_reason == "loop_breaker" and loop.max_transitions == loop.loop_count == 10

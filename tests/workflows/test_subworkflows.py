@@ -11,7 +11,7 @@ from typing import Any
 import pytest
 
 import tests.workflows.functions  # noqa: F401 - registers tests.* functions in this process
-from tests.conftest import chain, wait_for, wait_for_status
+from tests.conftest import chain, halts_as_it_starts, wait_for, wait_for_status
 from tests.workflows.functions import EXTRA_FUNCTIONS_ENV, calls_so_far
 from tests.workflows.support import assert_history_consistent, expect_status, py, steps
 from workflows import runtime
@@ -164,7 +164,7 @@ def test_cancelling_the_parent_cancels_the_child_and_a_cancelled_child_fails_the
 
 
 def test_a_child_halt_shows_on_the_parent_which_keeps_waiting(processes, redis_conn, operator, client):
-    child_slug = workflow(chain(py("a"), py("b"), settings={"max_transitions": 2}))
+    child_slug = workflow(halts_as_it_starts())
     parent_slug = workflow(chain(sub("sub", child_slug)))
     parent = start(parent_slug, {"order": []})
     processes.worker("default")

@@ -4,7 +4,8 @@ Checks: JSON shape, the graph's size (limits.MAX_NODES, MAX_EDGES), the declared
 (workflows/engine/inputs.py), node ids and types, each config against its type's JSON Schema, edges
 (dangling, duplicate, `when` that does not parse), start/end, reachability, unconditional cycles
 (Kahn's algorithm over the unconditional edges; the cycle is named), route literals in conditions,
-and each kind's own checks. Every problem is reported in one pass. Every check is linear in the
+a `max_transitions` below the activations of the shortest run (engine/activations.py), and each
+kind's own checks. Every problem is reported in one pass. Every check is linear in the
 graph's size: one walk for reachability, one sort for cycles, sets and dicts for lookups.
 """
 
@@ -17,7 +18,7 @@ from typing import Any
 
 import jsonschema
 
-from workflows.engine import expressions, inputs, limits, route_checks, samples
+from workflows.engine import activations, expressions, inputs, limits, route_checks, samples
 from workflows.engine.errors import ExpressionError, GraphInvalid, GraphIssue
 from workflows.engine.graph import Edge, Graph, GraphSettings
 from workflows.engine.nodes import known_kinds
@@ -149,8 +150,12 @@ def unsafe_value(data: Any, max_depth: int = limits.MAX_JSON_DEPTH) -> str | Non
     return None
 
 
-def validate_graph(data: Any) -> list[GraphIssue]:
-    """Return every issue found; an empty list means the graph is valid."""
+def validate_graph(data: Any, *, imposed_limit: bool = False) -> list[GraphIssue]:
+    """Return every issue found; an empty list means the graph is valid.
+
+    `imposed_limit`: the graph's max_transitions was imposed from outside (a planned child's is at most
+    what its parent has left), so it is not refused for being below the shortest run: running out
+    halts the child into review, where an operator can grant more, as it would any instance."""
     if not isinstance(data, dict):
         return [GraphIssue("the graph must be a JSON object with 'nodes' and 'edges'")]
     problem = unsafe_value(data)
@@ -250,7 +255,16 @@ def validate_graph(data: Any) -> list[GraphIssue]:
             good_edges.append(Edge(index=i, source=source, target=target, when=when))
 
     # Structural checks run on the skeleton whatever else is wrong: every problem in one pass.
-    return issues + _structure_issues(skeleton, good_edges, checkable)
+    return issues + _structure_issues(skeleton, good_edges, checkable,
+                                       None if imposed_limit else _own_max_transitions(data))
+
+
+def _own_max_transitions(data: dict[str, Any]) -> int | None:
+    """The graph's max_transitions when it sets a usable one (a wrong one is a settings issue already)."""
+    settings = data.get("settings")
+    value = settings.get("max_transitions") if isinstance(settings, dict) else None
+    ok = isinstance(value, int) and not isinstance(value, bool) and 1 <= value <= limits.MAX_TRANSITIONS
+    return value if ok else None
 
 
 def _skeleton_node(raw: dict[str, Any]) -> dict[str, Any]:
@@ -283,7 +297,8 @@ def _node_config_issues(raw: dict[str, Any], node_id: str, kind: Any) -> list[Gr
     return config_issues
 
 
-def _structure_issues(nodes: list[dict[str, Any]], edges: list[Edge], checkable: set[str]) -> list[GraphIssue]:
+def _structure_issues(nodes: list[dict[str, Any]], edges: list[Edge], checkable: set[str],
+                      max_transitions: int | None = None) -> list[GraphIssue]:
     issues: list[GraphIssue] = []
     starts = [n["id"] for n in nodes if n["type"] == "start"]
     ends = [n["id"] for n in nodes if n["type"] == "end"]
@@ -306,6 +321,12 @@ def _structure_issues(nodes: list[dict[str, Any]], edges: list[Edge], checkable:
         for node_id in graph.nodes:
             if node_id not in reachable:
                 issues.append(GraphIssue(f"node '{node_id}' is unreachable from the start node", node=node_id))
+        if max_transitions is not None:
+            shortest = activations.shortest_run(start, lambda n: graph.nodes[n].type == "end",
+                                                lambda n: (edge.target for edge in graph.outgoing(n)))
+            if shortest is not None and max_transitions < len(shortest):
+                issues.append(GraphIssue(activations.too_few_message(max_transitions, shortest),
+                                         field="settings.max_transitions"))
     for end in ends:
         for edge in graph.outgoing(end):
             issues.append(GraphIssue(f"edge {edge.index + 1} ({edge.label}): an end node has no outgoing "

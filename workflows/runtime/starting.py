@@ -18,6 +18,7 @@ from django.db import IntegrityError
 from django.utils import timezone
 
 from workflows import store as stores
+from workflows.engine import activations
 from workflows.engine.inputs import prepare_input
 from workflows.engine.priorities import NORMAL, parse_priority
 from workflows.engine.statuses import InstanceStatus
@@ -122,7 +123,7 @@ def _create(version: WorkflowVersion, items: list[tuple[dict[str, Any], str | No
                    # The caller's span: the parent of the instance's span (workflows/tracing.py).
                    **({CALLER_SPAN: caller[1]} if caller is not None else {})},
             trace_id=instance_traceparent(caller[0] if caller is not None else None),
-            max_transitions=graph.settings.max_transitions or conf("DEFAULT_MAX_TRANSITIONS"),
+            max_transitions=activations.max_transitions(graph, conf("DEFAULT_MAX_TRANSITIONS")),
             deadline=now + timedelta(seconds=ttl), idempotency_key=key or None,
             created_by=user if getattr(user, "pk", None) else None, created_at=now, updated_at=now,
             budget_usd=Decimal(str(budget)) if budget is not None else None,

@@ -159,7 +159,9 @@ class StepSubflows:
     def record_plan(self, graph: dict[str, Any], usage: dict[str, Any], objective: str) -> RecordedPlan:
         from workflows.credentials import validate
 
-        issues = validate(graph)
+        # Its max_transitions is the parent's bound (engine/nodes/planner.py `bounded`): not refused
+        # for being below the plan's shortest run; the child halts into review when it runs out.
+        issues = validate(graph, imposed_limit=True)
         if issues:
             listed = plan_issues_text(issues)
             raise PermanentStepError(f"node '{self.claim.step.node_id}': the plan was refused: {listed}",

@@ -212,7 +212,7 @@ function graphPanel() {
         apply: (v) => { state.description = v || ""; } })),
     section("Limits",
       field({ path: "settings.max_transitions", label: "Max transitions (loop breaker)", kind: "integer", min: 1,
-        value: s.max_transitions, apply: applySetting("max_transitions"), placeholder: "server default" }),
+        value: s.max_transitions, apply: applySetting("max_transitions"), placeholder: "default: one pass over every node" }),
       field({ path: "settings.ttl_s", label: "TTL (s)", kind: "number", value: s.ttl_s, apply: applySetting("ttl_s"),
         placeholder: "server default" }),
       field({ path: "settings.max_concurrency", label: "Max concurrent steps", kind: "integer", min: 1,
