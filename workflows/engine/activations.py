@@ -7,8 +7,9 @@ It is there to stop loops (a model routing an instance in circles), not long str
 - A graph that sets no `max_transitions` gets `max(STEADYFLOW_MAX_TRANSITIONS, one pass)`. One pass
   activates every node once, plus for each tool-using llm node `max_tool_rounds` rounds of one attempt
   and one call of each declared tool (a model may ask for more calls in a round than it has tools, so
-  this is a generous estimate of an agent's work, not a bound) and each planner node's `max_nodes` (its plan runs as a child given no more transitions than this
-  instance has left, so one pass of the largest plan it may run must fit). In an acyclic graph no
+  this is a generous estimate of an agent's work, not a bound) and each planner node's `max_nodes`
+  (its plan runs as a child given no more transitions than this instance has left, so one pass of
+  the largest plan it may run must fit). In an acyclic graph no
   node is activated twice (a join activates its node once), so a first run never halts however long
   the chain or wide the fan-out; a loop still halts, after at least one pass's worth. Compensations
   do not count (they are not graph nodes and the loop breaker never counts them), nor does a
