@@ -20,6 +20,8 @@ Join semantics (dead-path elimination, as in BPMN engines):
   stops looping resolves it. (Otherwise a join after `a <-> b` resolves "not fired" on the first
   round and never starts when the loop ends.) The same holds for an inner loop's exits into the body
   of the loop around it.
+- A reroute (an operator's review decision) abandons the open work: the joins after the chosen node
+  count the abandoned inputs as resolved, not fired (`joins_for_reroute`).
 """
 
 from __future__ import annotations
@@ -181,6 +183,42 @@ def joins_for_rerun(graph: Graph, rerun_path: set[str], joins: JoinState,
         if edges and len(edges) < len(graph.join_slots(target)):
             kept[target] = {"edges": edges, "started": False}
     return kept
+
+
+def joins_for_reroute(graph: Graph, goto: str, joins: JoinState,
+                      live: set[str]) -> tuple[JoinState, dict[str, list[str]]]:
+    """Join records after a reroute to `goto` (an operator's review decision), which cancelled the
+    instance's open work: the abandoned branches take no edge (dead-path elimination).
+
+    Records of joins not reachable from `goto` stay as they are. A join reachable from it starts its
+    round again: its inputs from the rerouted path (their sources reachable from `goto`, or `goto`
+    itself) are open; an input from off that path keeps what it resolved in the current round, stays
+    open while `live` (the nodes of the steps the reroute left open: a human task, a running step)
+    or a node after them may still resolve it, and otherwise counts as resolved and not fired.
+    `goto` itself is started directly: it gets a record only as a join on a loop it lies on.
+    Returns the records and, per join, the sources of the inputs counted as not fired."""
+    path = graph.reachable_from(goto) | {goto}
+    reachable_live = set(live).union(*(graph.reachable_from(node) for node in live))
+    kept = {target: record for target, record in joins.items() if target not in path}
+    abandoned: dict[str, list[str]] = {}
+    for target in _joins_on(graph, path):
+        if target == goto and goto not in graph.reachable_from(goto):
+            continue
+        head = joins.get(target) or {}
+        resolved: dict[str, bool] = head.get("edges", {})
+        edges: dict[str, bool] = {}
+        dropped: list[str] = []
+        for slot, slot_edges in _inputs_off_path(graph, target, path).items():
+            if slot in resolved:
+                edges[slot] = resolved[slot]
+            elif not _deciders(graph, slot_edges) & reachable_live:
+                edges[slot] = False
+                dropped += [edge.source for edge in slot_edges]
+        if edges and len(edges) < len(graph.join_slots(target)):
+            kept[target] = {"edges": edges, "started": False}
+            if dropped:
+                abandoned[target] = sorted(set(dropped))
+    return kept, abandoned
 
 
 def _joins_on(graph: Graph, rerun_path: set[str]) -> list[str]:

@@ -7,8 +7,10 @@ A decision on a locked instance, recorded into its UnitOfWork (never written her
 from __future__ import annotations
 
 from datetime import timedelta
+from typing import Any
 
-from workflows.engine.statuses import InstanceStatus, StepStatus
+from workflows.engine.scheduling import joins_for_reroute
+from workflows.engine.statuses import STEP_OPEN, InstanceStatus, StepStatus
 from workflows.runtime import subflows
 from workflows.runtime.activation import activate, release_throttled
 from workflows.runtime.config import conf, person_kinds
@@ -21,6 +23,7 @@ def resume(uow: UnitOfWork, *, goto: str | None = None, note: str = "") -> None:
     drop both and start the chosen node instead."""
     inst = uow.instance
     state = inst.state
+    abandoned: dict[str, list[str]] = {}
     held = list(state.pop("resume", {}).get("activate", []))
     throttled = {(node_id, visit) for node_id, visit in state.get("throttled", [])}
     # A human task keeps waiting for its person, a sub-workflow step for its child while it runs; a
@@ -43,7 +46,10 @@ def resume(uow: UnitOfWork, *, goto: str | None = None, note: str = "") -> None:
             uow.update_step(step, status=StepStatus.CANCELLED, finished_at=uow.now)
             uow.event("step_cancelled", step.node_id, step, reason=f"rerouted to {goto}")
         uow.set_instance(open_steps=inst.open_steps - len(parked))
-        state["joins"] = {}
+        # The joins after the chosen node stop waiting for the abandoned branches (dead-path
+        # elimination); those still open (a human task, a running step) resolve their inputs later.
+        live = {step.node_id for step in steps_of(uow, STEP_OPEN) if step.node_id in uow.graph.nodes}
+        state["joins"], abandoned = joins_for_reroute(uow.graph, goto, state.get("joins") or {}, live)
         held = [goto]
     else:
         for step in parked:
@@ -63,7 +69,8 @@ def resume(uow: UnitOfWork, *, goto: str | None = None, note: str = "") -> None:
     if inst.deadline and inst.deadline <= uow.now:
         ttl = uow.graph.settings.ttl_s or conf("DEFAULT_TTL_S")
         uow.set_instance(deadline=uow.now + timedelta(seconds=ttl))
+    rerouted: dict[str, Any] = {"abandoned_inputs": abandoned} if goto else {}
     uow.event("instance_resumed", goto=goto, activate=held, unparked=[s.node_id for s in parked] if not goto else [],
-              note=note)
+              note=note, **rerouted)
     activate(uow, held, after=goto or "")
     release_throttled(uow)
