@@ -48,23 +48,26 @@ def ran(instance: WorkflowInstance, node: str) -> list[str]:
 
 
 def fork(when_a: str | None = None) -> dict[str, Any]:
-    """start -> a -> a2 -> j and start -> b -> j (join all), j -> end. With one step at a time, b is
-    held back while a runs; a2's activation trips the loop breaker: the instance halts with b held."""
+    """start -> a0 -> a -> a2 -> j and start -> b -> j (join all), j -> end. With one step at a time, b
+    is held back while a0 and a run; a2's activation (the 5th) trips the loop breaker: the instance
+    halts with b held. (4 is the least max_transitions validation takes: start -> b -> j -> end.)"""
     return {
-        "nodes": [{"id": "start", "type": "start"}, py("a", "tests.echo"),
+        "nodes": [{"id": "start", "type": "start"}, py("a0", "tests.echo"), py("a", "tests.echo"),
                   py("a2", "tests.echo", args={"ok": False}), py("b", "tests.echo"), py("j", "tests.echo"),
                   {"id": "end", "type": "end"}],
-        "edges": [edge("start", "a"), edge("start", "b"), edge("a", "a2"), edge("a2", "j", when_a),
-                  edge("b", "j"), edge("j", "end")],
-        "settings": {"max_concurrency": 1, "max_transitions": 3}}
+        "edges": [edge("start", "a0"), edge("start", "b"), edge("a0", "a"), edge("a", "a2"),
+                  edge("a2", "j", when_a), edge("b", "j"), edge("j", "end")],
+        "settings": {"max_concurrency": 1, "max_transitions": 4}}
 
 
 def halted_with_b_held(make_version: Any, jobs: list[tuple[int, str]], graph: dict[str, Any]) -> WorkflowInstance:
     instance = runtime.start_instance(make_version(graph), {})
     (first,) = jobs
-    assert StepRun.objects.get(pk=first[0]).node_id == "a"  # the longer branch first; b held back
-    runtime.run_step(jobs.pop(0)[0], "w")
-    instance.refresh_from_db()
+    assert StepRun.objects.get(pk=first[0]).node_id == "a0"  # the longer branch first; b held back
+    while jobs and instance.status != "halted":
+        runtime.run_step(jobs.pop(0)[0], "w")
+        instance.refresh_from_db()
+    assert ran(instance, "a") == ["succeeded"]
     assert instance.status == "halted" and instance.halt_reason == "loop_breaker"
     assert [node for node, _ in instance.state["throttled"]] == ["b"]
     return instance
