@@ -11,7 +11,7 @@ import pytest
 
 import tests.workflows.functions  # noqa: F401 - registers tests.echo
 from tests.workflows.support import edge, py
-from workflows import dispatch, runtime
+from workflows import runtime
 from workflows.models import StepRun
 
 FAN = ["b1", "b2", "b3", "b4", "b5"]
@@ -25,18 +25,6 @@ def fan_out(limit: int | None) -> dict[str, Any]:
     if limit:
         graph["settings"] = {"max_concurrency": limit}
     return graph
-
-
-@pytest.fixture
-def jobs(monkeypatch: pytest.MonkeyPatch) -> list[tuple[int, str]]:
-    sent: list[tuple[int, str]] = []
-
-    def capture(items: list[tuple[int, str]], **options: object) -> int:
-        sent.extend(items)
-        return len(items)
-
-    monkeypatch.setattr(dispatch, "enqueue_steps", capture)
-    return sent
 
 
 def active(instance_id: int) -> int:

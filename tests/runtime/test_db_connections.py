@@ -20,7 +20,7 @@ from django.db.backends.base.base import BaseDatabaseWrapper
 from django.db.backends.signals import connection_created
 
 from tests.conftest import chain
-from workflows import dispatch, node_trial, runtime
+from workflows import node_trial, runtime
 from workflows.db_threads import DjangoThreadPool
 from workflows.models import LLMCacheEntry, StepRun
 
@@ -28,18 +28,6 @@ pytestmark = pytest.mark.django_db(transaction=True)
 
 WARM_UP = 3
 MORE = 12
-
-
-@pytest.fixture
-def jobs(monkeypatch: pytest.MonkeyPatch) -> list[tuple[int, str]]:
-    sent: list[tuple[int, str]] = []
-
-    def capture(items: list[tuple[int, str]], **options: object) -> int:
-        sent.extend(items)
-        return len(items)
-
-    monkeypatch.setattr(dispatch, "enqueue_steps", capture)
-    return sent
 
 
 @pytest.fixture(autouse=True)

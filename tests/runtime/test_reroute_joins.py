@@ -14,21 +14,9 @@ from django.contrib.auth.models import User
 
 import tests.workflows.functions  # noqa: F401 - registers tests.echo
 from tests.workflows.support import edge, py
-from workflows import dispatch, runtime
+from workflows import runtime
 from workflows.models import ReviewItem, StepRun, WorkflowInstance
 from workflows.review import Decision, decide
-
-
-@pytest.fixture
-def jobs(monkeypatch: pytest.MonkeyPatch) -> list[tuple[int, str]]:
-    sent: list[tuple[int, str]] = []
-
-    def capture(items: list[tuple[int, str]], **options: object) -> int:
-        sent.extend(items)
-        return len(items)
-
-    monkeypatch.setattr(dispatch, "enqueue_steps", capture)
-    return sent
 
 
 def reroute(instance: WorkflowInstance, goto: str) -> None:

@@ -13,25 +13,13 @@ from django.utils import timezone
 import tests.workflows.functions  # noqa: F401 - registers tests.echo
 from tests.conftest import chain
 from tests.workflows.support import py
-from workflows import dispatch, reconciler, runtime
+from workflows import reconciler, runtime
 from workflows.definitions import save_version
 from workflows.engine.errors import GraphInvalid
 from workflows.models import StepRun, WorkflowInstance
 from workflows.runtime import subflows
 
 pytestmark = [pytest.mark.django_db(transaction=True), pytest.mark.parametrize("store", ["orm", "sql"])]
-
-
-@pytest.fixture
-def enqueued(monkeypatch: pytest.MonkeyPatch) -> list[tuple[int, str]]:
-    jobs: list[tuple[int, str]] = []
-
-    def capture(items: list[tuple[int, str]], **options: Any) -> int:
-        jobs.extend(items)
-        return len(items)
-
-    monkeypatch.setattr(dispatch, "enqueue_steps", capture)
-    return jobs
 
 
 def parent_and_child(store: str, settings: Any, child_graph: dict[str, Any] | None = None) -> WorkflowInstance:

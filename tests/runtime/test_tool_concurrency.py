@@ -14,7 +14,7 @@ from django.utils import timezone
 import tests.workflows.functions  # noqa: F401 - registers tests.echo
 from tests.conftest import chain
 from tests.workflows.support import assert_history_consistent, edge, events, py
-from workflows import dispatch, reconciler, runtime
+from workflows import reconciler, runtime
 from workflows.models import ReviewItem, StepRun, WorkflowInstance
 
 pytestmark = pytest.mark.django_db(transaction=True)
@@ -28,18 +28,6 @@ ANSWER = {"text": "done"}
 def agent(script: list[dict[str, Any]] | None = None) -> dict[str, Any]:
     return {"id": "agent", "type": "llm", "retry": {"max_attempts": 3, "backoff_s": 0},
             "config": {"provider": "scripted", "prompt": "go", "tools": [TOOL], "script": script or [ASK, ANSWER]}}
-
-
-@pytest.fixture
-def jobs(monkeypatch: pytest.MonkeyPatch) -> list[tuple[int, str]]:
-    sent: list[tuple[int, str]] = []
-
-    def capture(items: list[tuple[int, str]], **options: object) -> int:
-        sent.extend(items)
-        return len(items)
-
-    monkeypatch.setattr(dispatch, "enqueue_steps", capture)
-    return sent
 
 
 @pytest.fixture(params=["orm", "sql"])
