@@ -243,8 +243,8 @@ def run_w3(args: argparse.Namespace, cluster: Cluster, db_kind: str) -> bool:
     if importlib.util.find_spec("tests.support.llm_server") is None:
         note("W3 skipped: tests/support/llm_server.py (the local OpenAI-compatible server) is not there yet")
         return True
-    if importlib.util.find_spec("workflows.aiworker") is None:
-        note("W3 skipped: workflows/aiworker.py (the ai queue's consumer) is not there yet")
+    if importlib.util.find_spec("workflows.workers.aiworker") is None:
+        note("W3 skipped: workflows/workers/aiworker.py (the ai queue's consumer) is not there yet")
         return True
     base_url = start_llm_server(cluster, LLM_DELAY_S)
     cluster.manage("worker-ai", "run_worker", "ai", "--name", "bench-ai",

@@ -31,7 +31,7 @@ def main() -> None:
     from django.core.management import call_command
     from django.db import connection, connections
 
-    from workflows import breakers
+    from workflows.adapters import breakers
     from workflows.models import BreakerState
 
     call_command("migrate", verbosity=0)

@@ -47,9 +47,9 @@ def main() -> None:
     django.setup()
     from django.utils import timezone
 
-    from workflows import metrics
     from workflows.engine.graph import Graph
     from workflows.models import StepRun, WorkflowInstance
+    from workflows.observability import metrics
     from workflows.runtime import observe
     from workflows.runtime.unit import UnitOfWork
 

@@ -120,7 +120,7 @@ def run() -> dict[str, Any]:
     from django.db import connection
 
     from workflows import runtime
-    from workflows.definitions import save_version
+    from workflows.authoring.definitions import save_version
 
     if not CHROMIUM.exists():
         raise RuntimeError(f"{CHROMIUM} is missing: install Debian's chromium (apt-get install -y chromium)")

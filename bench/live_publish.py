@@ -1,6 +1,6 @@
 """Worker CPU per live-view publish: `python -m bench.live_publish [--calls 10000]`.
 
-Calls workflows/live.py's `publish_commit` (what a worker calls after each commit) and `publish` (the
+Calls workflows/live/notices.py's `publish_commit` (what a worker calls after each commit) and `publish` (the
 same from a commit's event dicts) CALLS times each against the configured REDIS_URL, and prints the
 process CPU time (time.process_time: every thread of this process) per call as one JSON line. Nothing
 needs to listen; PUBLISH costs the publisher the same either way.
@@ -48,7 +48,7 @@ def main() -> None:
     import django
 
     django.setup()
-    from workflows import live
+    from workflows.live import notices as live
 
     messages = [commit_messages(i) for i in range(args.calls)]
     result = {

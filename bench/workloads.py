@@ -20,7 +20,7 @@ from django.db.models import Max, Min
 from django.utils import timezone
 
 from bench.harness import note, wait_until
-from workflows.definitions import save_version
+from workflows.authoring.definitions import save_version
 from workflows.engine.statuses import INSTANCE_ACTIVE, InstanceStatus, StepStatus
 from workflows.models import StepRun, WorkflowInstance, WorkflowVersion
 from workflows.runtime import start_instance, start_instances

@@ -6,6 +6,6 @@ class DashboardConfig(AppConfig):
     default_auto_field = "django.db.models.BigAutoField"
 
     def ready(self) -> None:
-        from dashboard import login_throttle
+        from dashboard.security import login_throttle
 
         login_throttle.connect_signals()

@@ -7,7 +7,7 @@ from django.utils import timezone
 
 
 class LoginFailure(models.Model):
-    """One failed login. dashboard/login_throttle.py counts them per account and per address over a
+    """One failed login. dashboard/security/login_throttle.py counts them per account and per address over a
     window; rows older than the window are deleted as new failures come in."""
 
     username = models.CharField(max_length=150)  # as typed, case-folded: the account need not exist
@@ -43,7 +43,7 @@ class SecurityEvent(models.Model):
 
 
 class ApiToken(models.Model):
-    """A user's token for the v1 API (dashboard/tokens.py). Only the sha256 of the secret part is kept:
+    """A user's token for the v1 API (dashboard/security/tokens.py). Only the sha256 of the secret part is kept:
     the whole token is shown once, when made. `key` (public, in the token) finds the row; the digest is
     then compared in constant time."""
 

@@ -7,7 +7,7 @@ from typing import Any
 
 from django.urls import path
 
-from dashboard.consumers import DashboardConsumer, InstanceConsumer
+from dashboard.live.consumers import DashboardConsumer, InstanceConsumer
 
 websocket_urlpatterns: list[Any] = [
     path("ws/instances/<int:instance_id>/", InstanceConsumer.as_asgi()),

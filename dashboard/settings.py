@@ -25,7 +25,7 @@ if not SECRET_KEY:
         raise ImproperlyConfigured("SECRET_KEY must be set when DEBUG is off (production); for development set "
                                    "DEBUG=1 (make run does)")
     SECRET_KEY = "steadyflow-insecure-development-key-change-me"  # noqa: S105 - DEBUG only
-# Credentials (workflows/credentials.py) are encrypted with these Fernet keys: the first encrypts, each
+# Credentials (workflows/credentials/store.py) are encrypted with these Fernet keys: the first encrypts, each
 # decrypts (rotation: put a new key first, `manage.py rotate_credentials`, then drop the old one).
 CREDENTIALS_KEYS = env_list("STEADYFLOW_CREDENTIALS_KEY", [])
 if not CREDENTIALS_KEYS:
@@ -45,7 +45,7 @@ for _position, _key in enumerate(CREDENTIALS_KEYS, 1):
 ALLOWED_HOSTS = env_list("ALLOWED_HOSTS", ["localhost", "127.0.0.1", "[::1]"])
 CSRF_TRUSTED_ORIGINS = env_list("CSRF_TRUSTED_ORIGINS", [])
 # A failed CSRF check on /api/ answers JSON with a message, like every other API error.
-CSRF_FAILURE_VIEW = "dashboard.api.csrf_failure"
+CSRF_FAILURE_VIEW = "dashboard.api.core.csrf_failure"
 
 INSTALLED_APPS = [
     "daphne",
@@ -57,16 +57,16 @@ INSTALLED_APPS = [
     "django.contrib.staticfiles",
     "channels",
     "django_rq",
-    "ninja",  # the v1 API (dashboard/v1/); listed so its Swagger UI files are served from static/, no CDN
+    "ninja",  # the v1 API (dashboard/api/v1/); listed so its Swagger UI files are served from static/, no CDN
     "workflows",
     "dashboard",
 ]
 
 MIDDLEWARE = [
-    "dashboard.access_log.AccessLogMiddleware",
+    "dashboard.security.access_log.AccessLogMiddleware",
     "django.middleware.security.SecurityMiddleware",
-    "dashboard.security.ContentSecurityPolicyMiddleware",
-    "dashboard.security.RejectNulMiddleware",
+    "dashboard.security.headers.ContentSecurityPolicyMiddleware",
+    "dashboard.security.headers.RejectNulMiddleware",
     "django.contrib.sessions.middleware.SessionMiddleware",
     "django.middleware.common.CommonMiddleware",
     "django.middleware.csrf.CsrfViewMiddleware",
@@ -89,7 +89,7 @@ TEMPLATES = [
                 "django.template.context_processors.request",
                 "django.contrib.auth.context_processors.auth",
                 "django.contrib.messages.context_processors.messages",
-                "dashboard.meta.context",
+                "dashboard.pages.meta.context",
             ],
             # `|stamp`: every page shows a moment the same way (dashboard/templatetags/timestamps.py).
             "builtins": ["dashboard.templatetags.timestamps"],
@@ -151,7 +151,7 @@ AUTH_PASSWORD_VALIDATORS = [
 ]
 # The throttling backend refuses every login (site, admin, anything calling authenticate) for an
 # account or an address with too many recent failures, before the password is even checked.
-AUTHENTICATION_BACKENDS = ["dashboard.login_throttle.ThrottledModelBackend"]
+AUTHENTICATION_BACKENDS = ["dashboard.security.login_throttle.ThrottledModelBackend"]
 LOGIN_THROTTLE = {
     "MAX_FAILURES_PER_ACCOUNT": env_int("STEADYFLOW_LOGIN_MAX_FAILURES", 5, minimum=1),
     "MAX_FAILURES_PER_ADDRESS": env_int("STEADYFLOW_LOGIN_MAX_FAILURES_PER_ADDRESS", 20, minimum=1),
@@ -165,8 +165,8 @@ METRICS_ALLOW = env_list("STEADYFLOW_METRICS_ALLOW", [])
 # before any app (django-rq too) creates a metric in it.
 PROMETHEUS_MULTIPROC_DIR = env_str("PROMETHEUS_MULTIPROC_DIR", "")
 if PROMETHEUS_MULTIPROC_DIR:
-    from workflows import prometheus_dir
-    from workflows.logging_setup import process_kind
+    from workflows.observability import prometheus_dir
+    from workflows.observability.logging_setup import process_kind
 
     # Only the long-running processes write files there (web, workers, scheduler), not every command.
     prometheus_dir.setup(PROMETHEUS_MULTIPROC_DIR, record=process_kind() in ("web", "worker", "scheduler"))
@@ -278,7 +278,7 @@ STEADYFLOW = {
     "WEBHOOK_HOOK_REJECT_LIMIT": env_int("STEADYFLOW_WEBHOOK_HOOK_REJECT_LIMIT", 300, minimum=0),
     "WEBHOOK_REJECT_WINDOW_S": env_int("STEADYFLOW_WEBHOOK_REJECT_WINDOW_S", 60, minimum=1),
     # The planner's generated plan versions that no instance ran on are purged this long after their
-    # planning instance ended (workflows/plans.py).
+    # planning instance ended (workflows/authoring/plans.py).
     "PLAN_RETENTION_DAYS": env_float("STEADYFLOW_PLAN_RETENTION_DAYS", 30.0, minimum=0.0),
     # A schedule's tick is on time while at most this old; older due ticks were missed (catch-up policy).
     "SCHEDULE_GRACE_S": env_float("STEADYFLOW_SCHEDULE_GRACE_S", 60.0, minimum=1.0),
@@ -320,8 +320,8 @@ if LOG_FORMAT not in {"json", "console"}:
 LOGGING = {
     "version": 1,
     "disable_existing_loggers": False,
-    # workflows/logging_setup.py: structlog renders every record, with the step a worker runs.
-    "formatters": {"structured": {"()": "workflows.logging_setup.formatter", "log_format": LOG_FORMAT}},
+    # workflows/observability/logging_setup.py: structlog renders every record, with the step a worker runs.
+    "formatters": {"structured": {"()": "workflows.observability.logging_setup.formatter", "log_format": LOG_FORMAT}},
     "handlers": {"console": {"class": "logging.StreamHandler", "formatter": "structured"}},
     "root": {"handlers": ["console"], "level": LOG_LEVEL},
     "loggers": {
@@ -353,7 +353,7 @@ SESSION_COOKIE_HTTPONLY = True
 _proxy_header = env_str("STEADYFLOW_PROXY_SSL_HEADER", "").strip()
 if _proxy_header:
     SECURE_PROXY_SSL_HEADER = ("HTTP_" + _proxy_header.upper().replace("-", "_"), "https")
-# Content-Security-Policy (dashboard/security.py): scripts and styles only from this origin, no inline
+# Content-Security-Policy (dashboard/security/headers.py): scripts and styles only from this origin, no inline
 # script, no eval; WebSockets to this origin. STEADYFLOW_CSP replaces the whole policy.
 CONTENT_SECURITY_POLICY = env_str("STEADYFLOW_CSP", "").strip() or "; ".join([
     "default-src 'self'",

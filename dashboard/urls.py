@@ -7,27 +7,22 @@ from django.urls import path
 from django.views.defaults import page_not_found
 from django.views.generic import RedirectView
 
-from dashboard import (
-    api,
+from dashboard.api import core as api
+from dashboard.api import demo, editor_api, instance_api, planner_api, review_api, v1
+from dashboard.api.metrics_view import metrics_view
+from dashboard.pages import (
     credential_views,
-    demo,
     editor,
-    editor_api,
-    instance_api,
     meta,
-    planner_api,
     report_views,
-    review_api,
     review_views,
     token_views,
     trigger_views,
-    v1,
     views,
 )
-from dashboard.login_throttle import ThrottledAdminAuthenticationForm, ThrottledAuthenticationForm
-from dashboard.metrics_view import metrics_view
+from dashboard.security.login_throttle import ThrottledAdminAuthenticationForm, ThrottledAuthenticationForm
 
-# Both login pages say when a login is refused because of too many failures (dashboard/login_throttle.py).
+# Both login pages say when a login is refused because of too many failures (dashboard/security/login_throttle.py).
 admin.site.login_form = ThrottledAdminAuthenticationForm
 
 urlpatterns = [
@@ -79,7 +74,7 @@ urlpatterns = [
          name="login"),
     path("accounts/logout/", auth_views.LogoutView.as_view(), name="logout"),
     path("admin/", admin.site.urls),
-    # The versioned REST API (dashboard/v1/): its own URL conf, namespace "v1".
+    # The versioned REST API (dashboard/api/v1/): its own URL conf, namespace "v1".
     path("api/v1/", v1.urls()),
     path("api/docs", RedirectView.as_view(url="/api/v1/docs"), name="api-docs"),
     path("account/tokens/", token_views.token_list, name="api-tokens"),

@@ -48,7 +48,7 @@ def _fresh_graph_cache() -> Iterator[None]:
 def _fresh_breaker_counts() -> Iterator[None]:
     """The circuit breakers' per-process counts and cached states belong to one test: none of it
     may be written into the next test's database (or at exit, after the test database is gone)."""
-    from workflows import breakers
+    from workflows.adapters import breakers
 
     breakers.forget_local()
     yield
@@ -59,7 +59,7 @@ def _fresh_breaker_counts() -> Iterator[None]:
 def _fresh_webhook_rejection_counts() -> None:
     """The webhook endpoint counts rejected requests per client address in Redis (workflows/triggers/
     throttle.py), and every test client is 127.0.0.1: one test's rejections must not count in the next."""
-    from workflows import ratelimit
+    from workflows.adapters import ratelimit
 
     try:
         conn = ratelimit.connection()
@@ -214,7 +214,7 @@ def user_in(roles: dict[str, Any]) -> Callable[..., Any]:
 @pytest.fixture
 def make_version(db: None) -> Callable[..., Any]:
     """Save a graph (validated) as a new version of a definition and return the version."""
-    from workflows.definitions import save_version
+    from workflows.authoring.definitions import save_version
 
     counter = {"n": 0}
 

@@ -14,9 +14,8 @@ from django.utils import timezone
 from django.utils.html import format_html
 from django.utils.timesince import timesince
 
-from workflows import breakers, llm_cache, review
-from workflows.credential_forms import CredentialForm
-from workflows.forms import ReviewDecisionForm
+from workflows.adapters import breakers, llm_cache
+from workflows.credentials.forms import CredentialForm
 from workflows.models import (
     AuditEntry,
     BreakerState,
@@ -30,6 +29,8 @@ from workflows.models import (
     WorkflowInstance,
     WorkflowVersion,
 )
+from workflows.operators import review
+from workflows.operators.forms import ReviewDecisionForm
 
 
 class VersionInline(admin.TabularInline):
@@ -258,7 +259,7 @@ class CredentialAdmin(admin.ModelAdmin):
 
 @admin.register(LLMCacheEntry)
 class LLMCacheEntryAdmin(admin.ModelAdmin):
-    """Stored llm replies (workflows/llm_cache.py): read-only; operators delete or clear them."""
+    """Stored llm replies (workflows/adapters/llm_cache.py): read-only; operators delete or clear them."""
 
     list_display = ("workflow", "node_id", "key_prefix", "created_at", "expires_at", "hits", "source_step")
     list_filter = ("workflow",)

@@ -13,7 +13,7 @@ class WorkflowsConfig(AppConfig):
 
         self._import_extra_functions()
         # Metrics in every process; spans only when an OTLP endpoint is configured.
-        from workflows import observability
+        from workflows.observability import setup as observability
 
         observability.install()
 

@@ -7,7 +7,7 @@ come and go (asyncio's default executor, made anew for each event loop) leaks se
 `max_connections` is reached. The pools here keep their threads, check each thread's connection
 before every call, and close every thread's connections at shutdown.
 
-- `DjangoThreadPool`: the ai consumer's pools (workflows/aiworker.py).
+- `DjangoThreadPool`: the ai consumer's pools (workflows/workers/aiworker.py).
 - `helpers()`: one thread per process for the blocking database helpers (the circuit breaker's
   gate, the llm response cache) of an async node kind run by a synchronous worker on a loop of its
   own (runtime.run_claimed -> LLM.run): its one connection is reused from step to step.

@@ -37,7 +37,7 @@ class TolerantDecimalField(models.DecimalField):
 
 class EncryptedTextField(models.TextField):
     """Text encrypted at rest with the credentials keys (Fernet, STEADYFLOW_CREDENTIALS_KEY; see
-    workflows/credentials.py): the model attribute holds the clear value, the column only the token.
+    workflows/credentials/store.py): the model attribute holds the clear value, the column only the token.
 
     For secrets the server must read back in clear, where a hash would not do: a webhook's HMAC key
     signs and verifies requests. Tokens differ on every save, so the column cannot be filtered on;
@@ -47,7 +47,7 @@ class EncryptedTextField(models.TextField):
     def from_db_value(self, value: Any, expression: Any, connection: Any) -> Any:
         if not value:
             return value
-        from workflows.credentials import decrypt
+        from workflows.credentials.crypto import decrypt
 
         return decrypt(value)
 
@@ -55,6 +55,6 @@ class EncryptedTextField(models.TextField):
         value = super().get_prep_value(value)
         if not value:
             return value
-        from workflows.credentials import encrypt
+        from workflows.credentials.crypto import encrypt
 
         return encrypt(value)

@@ -353,7 +353,7 @@ class CredentialKind(models.TextChoices):
 
 
 class Credential(models.Model):
-    """A named credential, its value encrypted at rest (workflows/credentials.py: Fernet with
+    """A named credential, its value encrypted at rest (workflows/credentials/store.py: Fernet with
     STEADYFLOW_CREDENTIALS_KEY). Write-only: nothing ever shows a value after it is saved."""
 
     name = models.CharField(max_length=64, unique=True)
@@ -375,14 +375,14 @@ class Credential(models.Model):
         return f"{self.name} ({self.kind})"
 
     def set_value(self, value: str) -> None:
-        from workflows.credentials import encrypt
+        from workflows.credentials.crypto import encrypt
 
         self.encrypted_value = encrypt(value)
         self.updated_at = timezone.now()
 
 
 class LLMCacheEntry(models.Model):
-    """A stored llm reply (workflows/llm_cache.py): an opted-in node making the same call within the TTL
+    """A stored llm reply (workflows/adapters/llm_cache.py): an opted-in node making the same call within the TTL
     gets it back instead of calling its provider. Per workflow; shared by every worker."""
 
     workflow = models.ForeignKey(WorkflowDefinition, on_delete=models.CASCADE, related_name="+")

@@ -11,7 +11,7 @@ import pytest
 from django.contrib.auth.models import Group, User
 from django.test import Client
 
-from dashboard import tokens
+from dashboard.security import tokens
 from workflows.roles import ensure_roles
 
 PROBLEM = "application/problem+json"

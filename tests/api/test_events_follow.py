@@ -12,11 +12,12 @@ from typing import Any
 import pytest
 from django.db import connection
 
-from dashboard.v1 import following
+from dashboard.api.v1 import following
 from tests.api.conftest import SIMPLE, Api, assert_problem
-from workflows import operations, runtime
-from workflows.definitions import save_version
+from workflows import runtime
+from workflows.authoring.definitions import save_version
 from workflows.models import WorkflowInstance
+from workflows.operators import operations
 
 
 @pytest.fixture

@@ -10,7 +10,7 @@ from django.contrib.auth.models import User
 from django.test import Client
 
 from tests.api.conftest import SIMPLE
-from workflows.definitions import save_version
+from workflows.authoring.definitions import save_version
 from workflows.models import WorkflowDefinition, WorkflowVersion
 
 

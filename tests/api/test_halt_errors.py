@@ -33,7 +33,7 @@ def work(call: FunctionCall) -> dict[str, Any]:
 
 @pytest.fixture(autouse=True)
 def _calm(monkeypatch: pytest.MonkeyPatch) -> Iterator[None]:
-    from workflows.breakers import DatabaseBreaker
+    from workflows.adapters.breakers import DatabaseBreaker
 
     # The llm node asks its breaker from a thread (another connection, locked out on SQLite): closed.
     monkeypatch.setattr(DatabaseBreaker, "allow", lambda self: True)

@@ -14,7 +14,7 @@ from django.utils import timezone
 from tests.api.conftest import HUMAN, SIMPLE, Api, assert_problem
 from tests.dashboard.test_operations import FAILING, chain_graph, run_queued
 from workflows import runtime
-from workflows.definitions import save_version
+from workflows.authoring.definitions import save_version
 from workflows.models import WorkflowInstance
 
 
@@ -184,7 +184,7 @@ def test_created_filters_take_any_offset_python_does(as_role: Any) -> None:
 
 
 def test_a_declared_start_input_is_checked_and_each_wrong_field_named(as_role: Any) -> None:
-    """The start goes through the same function as the pages' (dashboard.api.start_workflow), so the
+    """The start goes through the same function as the pages' (dashboard.api.core.start_workflow), so the
     workflow's declared `input` schema refuses a bad start input here too, naming the fields."""
     graph = {**SIMPLE, "input": {"type": "object", "required": ["amount"],
                                  "properties": {"amount": {"type": "number"}}}}

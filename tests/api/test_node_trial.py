@@ -1,5 +1,5 @@
 """Testing one node through the v1 API: `POST /api/v1/workflows/<slug>/nodes/<id>/test`, the token
-clients' way to the editor's *Test node* (workflows/node_trial.py; the session endpoint's own tests are
+clients' way to the editor's *Test node* (workflows/authoring/node_trial.py; the session endpoint's own tests are
 tests/dashboard/test_node_trial.py). Designers with the `design` scope only; problems name what is
 wrong; a node's pinned sample is used when the request brings none; nothing is stored."""
 
@@ -11,7 +11,7 @@ from typing import Any
 import pytest
 
 from tests.api.conftest import assert_problem
-from workflows.definitions import save_version
+from workflows.authoring.definitions import save_version
 from workflows.models import Event, StepRun, WorkflowInstance
 
 ROUTER = {"id": "pick", "type": "router",

@@ -13,7 +13,7 @@ from django.test import Client
 
 from tests.api.conftest import SIMPLE, Api, assert_problem
 from workflows import runtime
-from workflows.definitions import save_version
+from workflows.authoring.definitions import save_version
 from workflows.models import WorkflowVersion
 
 PLAN = {

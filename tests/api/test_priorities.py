@@ -5,7 +5,7 @@ from __future__ import annotations
 from typing import Any
 
 from tests.api.conftest import SIMPLE, assert_problem
-from workflows.definitions import save_version
+from workflows.authoring.definitions import save_version
 from workflows.models import StepRun, WorkflowInstance
 
 

@@ -10,7 +10,7 @@ from django.test import override_settings
 
 from tests.api.conftest import HUMAN, assert_problem
 from workflows import runtime
-from workflows.definitions import save_version
+from workflows.authoring.definitions import save_version
 from workflows.models import ReviewItem
 
 

@@ -18,11 +18,11 @@ from django.db import close_old_connections
 from hypothesis import HealthCheck, settings
 from schemathesis.specs.openapi.checks import positive_data_acceptance
 
-from dashboard import tokens
-from dashboard.v1 import api
+from dashboard.api.v1 import api
+from dashboard.security import tokens
 from tests.api.conftest import HUMAN, SIMPLE
 from workflows import runtime
-from workflows.definitions import save_version
+from workflows.authoring.definitions import save_version
 
 schema = schemathesis.openapi.from_dict(api.get_openapi_schema())
 schema.app = get_wsgi_application()  # in-process: every request (and every check's probe) goes to the app

@@ -14,9 +14,9 @@ from django.contrib.auth.models import User
 from django.test import Client, override_settings
 from django.utils import timezone
 
-from dashboard import tokens
 from dashboard.models import ApiToken
-from dashboard.token_views import SHOW_ONCE
+from dashboard.pages.token_views import SHOW_ONCE
+from dashboard.security import tokens
 from tests.api.conftest import Api, assert_problem, token_for
 
 

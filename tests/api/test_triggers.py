@@ -7,7 +7,7 @@ import time
 import pytest
 
 from tests.api.conftest import SIMPLE, assert_problem
-from workflows.definitions import save_version
+from workflows.authoring.definitions import save_version
 from workflows.triggers import signing
 from workflows.triggers.models import Schedule, Webhook
 

@@ -8,8 +8,9 @@ import pytest
 
 from bench import workloads as wl
 from bench.seed import seed_history
-from workflows import inprocess, runtime
+from workflows import runtime
 from workflows.models import Checkpoint, Event, StepRun, WorkflowInstance
+from workflows.scheduler import inprocess
 
 
 @pytest.mark.django_db(transaction=True)

@@ -11,7 +11,7 @@ from asgiref.sync import async_to_sync
 from channels.testing import WebsocketCommunicator
 from django.test import Client
 
-from workflows import live
+from workflows.live import notices as live
 
 ORIGIN = (b"origin", b"http://localhost")
 GRAPH = {

@@ -14,7 +14,7 @@ from django.urls import reverse
 
 from tests.conftest import chain, halts_as_it_starts
 from workflows import runtime
-from workflows.definitions import save_version
+from workflows.authoring.definitions import save_version
 from workflows.models import BreakerState, Checkpoint, Event, ReviewItem, StepRun, WorkflowInstance
 
 pytestmark = pytest.mark.django_db

@@ -12,7 +12,7 @@ from django.test import Client
 
 from tests.conftest import chain
 from workflows import runtime
-from workflows.definitions import save_version
+from workflows.authoring.definitions import save_version
 from workflows.models import WorkflowDefinition, WorkflowInstance
 
 GRAPH = chain({"id": "work", "type": "python", "config": {"function": "noop"}})

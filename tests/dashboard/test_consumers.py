@@ -1,5 +1,5 @@
 """The WebSocket consumers through the real ASGI stack (dashboard/asgi.py: origin check, session auth,
-URL routing) and the real relay on Redis (dashboard/live_relay.py): who may connect, what they
+URL routing) and the real relay on Redis (dashboard/live/relay.py): who may connect, what they
 receive, and that the process subscribes to the workers' notices while sockets watch.
 The relay's gap filling is in test_live_relay.py."""
 
@@ -12,12 +12,13 @@ import pytest
 from channels.db import database_sync_to_async
 from channels.testing import WebsocketCommunicator
 
-from dashboard import live_relay
 from dashboard.asgi import application
-from dashboard.consumers import CLOSE_FORBIDDEN, CLOSE_NOT_FOUND, CLOSE_UNAUTHENTICATED
-from dashboard.live_relay import get_relay
-from workflows import live, runtime
-from workflows.definitions import save_version
+from dashboard.live import relay as live_relay
+from dashboard.live.consumers import CLOSE_FORBIDDEN, CLOSE_NOT_FOUND, CLOSE_UNAUTHENTICATED
+from dashboard.live.relay import get_relay
+from workflows import runtime
+from workflows.authoring.definitions import save_version
+from workflows.live import notices as live
 from workflows.models import WorkflowInstance
 
 from .sockets import GRAPH, ORIGIN, receive_until, run, session_headers, subscribers
@@ -109,7 +110,7 @@ def test_a_viewer_receives_the_committed_events_of_its_instance_only(
         await database_sync_to_async(runtime.cancel_instance)(other.pk, "stop")
         assert await comm.receive_nothing(timeout=0.3)
 
-        # A real transition, committed by the runtime and announced after commit by workflows/live.py.
+        # A real transition, committed by the runtime and announced after commit by workflows/live/notices.py.
         await database_sync_to_async(runtime.cancel_instance)(instance.pk, "stop")
         seen = await receive_until(comm, "instance_cancelled")
         assert [e["seq"] for e in seen] == list(range(last_seq + 1, last_seq + 1 + len(seen)))

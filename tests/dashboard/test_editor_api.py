@@ -11,7 +11,7 @@ import pytest
 from django.contrib.auth.models import Group, Permission, User
 from django.test import Client
 
-from workflows.definitions import save_version
+from workflows.authoring.definitions import save_version
 from workflows.models import WorkflowDefinition, WorkflowInstance, WorkflowVersion
 
 pytestmark = pytest.mark.django_db

@@ -1,4 +1,4 @@
-"""The instance list's search in the start input and the context (dashboard/views.py `q`), on whichever
+"""The instance list's search in the start input and the context (dashboard/pages/views.py `q`), on whichever
 database the suite runs (SQLite by default, PostgreSQL with DATABASE_URL: the jsonb cast to text), its
 bounds, the JSON rows the page refreshes from, and the first-run dashboard and empty states."""
 
@@ -13,9 +13,9 @@ from django.contrib.auth.models import Permission
 from django.db import connection
 from django.test import Client
 
-from dashboard import views
+from dashboard.pages import views
 from workflows import runtime
-from workflows.definitions import save_version
+from workflows.authoring.definitions import save_version
 from workflows.models import WorkflowInstance
 
 pytestmark = pytest.mark.django_db

@@ -1,13 +1,13 @@
 """The relay passes a streaming step's partial reply to the sockets watching its instance only, after
-their hello, as a `partial` message (dashboard/live_relay.py, workflows/live_partial.py)."""
+their hello, as a `partial` message (dashboard/live/relay.py, workflows/live/partial.py)."""
 
 from __future__ import annotations
 
 import asyncio
 from typing import Any
 
-from dashboard.live_relay import Relay
-from workflows import live_partial
+from dashboard.live.relay import Relay
+from workflows.live import partial as live_partial
 
 
 class Socket:

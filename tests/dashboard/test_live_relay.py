@@ -1,6 +1,6 @@
 """The live view's delivery guarantee, through the real ASGI stack, Redis and database: a socket gets
 every committed event after its hello, in order and once, even when the workers' notices are lost
-(workflows/live.py publishes them; dashboard/live_relay.py fills the gaps from the event log)."""
+(workflows/live/notices.py publishes them; dashboard/live/relay.py fills the gaps from the event log)."""
 
 from __future__ import annotations
 
@@ -18,11 +18,13 @@ from channels.db import database_sync_to_async
 from channels.testing import WebsocketCommunicator
 from django.db import connection
 
-from dashboard import live_events, live_relay
 from dashboard.asgi import application
-from dashboard.live_relay import get_relay
-from workflows import live, runtime
-from workflows.definitions import save_version
+from dashboard.live import events as live_events
+from dashboard.live import relay as live_relay
+from dashboard.live.relay import get_relay
+from workflows import runtime
+from workflows.authoring.definitions import save_version
+from workflows.live import notices as live
 from workflows.models import WorkflowInstance
 
 from .sockets import GRAPH, receive_until, run, session_headers, subscribers

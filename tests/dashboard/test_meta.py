@@ -1,4 +1,4 @@
-"""The tables the pages' scripts read from the server (dashboard/meta.py, workflows/engine/event_kinds.py)
+"""The tables the pages' scripts read from the server (dashboard/pages/meta.py, workflows/engine/event_kinds.py)
 instead of keeping copies: `GET /api/meta` and the `sf-meta` block every page renders."""
 
 from __future__ import annotations
@@ -11,7 +11,7 @@ from typing import Any
 import pytest
 from django.test import Client
 
-from dashboard.meta import STATUS_COLORS, ui_meta
+from dashboard.pages.meta import STATUS_COLORS, ui_meta
 from workflows.engine import event_kinds
 from workflows.engine.statuses import INSTANCE_FINAL, InstanceStatus, StepStatus
 

@@ -12,7 +12,7 @@ from typing import Any
 import pytest
 from django.test import Client
 
-from workflows import metrics
+from workflows.observability import metrics
 
 ROOT = Path(__file__).resolve().parents[2]
 

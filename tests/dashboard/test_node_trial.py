@@ -1,4 +1,4 @@
-"""Testing one node from the editor (POST /api/workflows/<slug>/nodes/<id>/test; workflows/node_trial.py):
+"""Testing one node from the editor (POST /api/workflows/<slug>/nodes/<id>/test; workflows/authoring/node_trial.py):
 designers only, the rendered config with secrets as placeholders, the output, the routing, refused
 kinds, pinned samples in the graph, and never an instance, step or event row."""
 
@@ -13,7 +13,7 @@ from django.test import Client
 
 from tests.dashboard.test_editor_api import client_for, graph
 from tests.support.llm_server import LLMTestServer
-from workflows.definitions import save_version
+from workflows.authoring.definitions import save_version
 from workflows.engine.errors import GraphInvalid
 from workflows.models import Credential, Event, StepRun, WorkflowInstance
 from workflows.runtime.config import engine_config

@@ -1,4 +1,4 @@
-"""Operators' actions (workflows/operations.py): retry a failed step, rerun from a node, cancel.
+"""Operators' actions (workflows/operators/operations.py): retry a failed step, rerun from a node, cancel.
 
 Steps run in this process through runtime.run_step, the function a worker's job calls, against the
 real database; the order in which queued steps run is chosen by the test, so a parallel branch can
@@ -14,12 +14,13 @@ from typing import Any
 import pytest
 from django.db import connection
 
-from workflows import operations, runtime
-from workflows.definitions import save_version
+from workflows import runtime
+from workflows.authoring.definitions import save_version
 from workflows.engine.errors import PermanentStepError
 from workflows.engine.functions import FunctionCall, FunctionResult, register_function
 from workflows.engine.statuses import StepStatus
 from workflows.models import AuditEntry, Checkpoint, StepRun, WorkflowInstance
+from workflows.operators import operations
 
 # Nodes named here fail (permanently) when they run; tests clear it to let them succeed.
 FAILING: set[str] = set()

@@ -8,11 +8,12 @@ import json
 import pytest
 from django.test import Client
 
-from dashboard import report_views
+from dashboard.pages import report_views
 from tests.conftest import chain, wait_for_status
 from tests.workflows.functions import EXTRA_FUNCTIONS_ENV
-from workflows import review, runtime
+from workflows import runtime
 from workflows.models import AuditEntry
+from workflows.operators import review
 
 pytestmark = pytest.mark.django_db(transaction=True)
 

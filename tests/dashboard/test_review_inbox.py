@@ -14,8 +14,9 @@ from django.urls import reverse
 from django.utils import timezone
 
 from tests.conftest import chain, past_deadline
-from workflows import review, runtime
+from workflows import runtime
 from workflows.models import ReviewItem
+from workflows.operators import review
 
 pytestmark = pytest.mark.django_db
 
@@ -112,7 +113,7 @@ def test_the_review_page_carries_why_and_the_decision_config(client: Any, items:
 
 
 def test_a_loop_halt_explains_its_path_with_visit_counts(client: Any, make_version: Any, user_in: Any) -> None:
-    from dashboard.review_facts import path_with_visits
+    from dashboard.pages.review_facts import path_with_visits
 
     assert path_with_visits(["a", "b", "a"]) == [{"node": "a", "visit": 1}, {"node": "b", "visit": 1},
                                                  {"node": "a", "visit": 2}]

@@ -1,5 +1,5 @@
-"""The instance page, the instance list, the dashboard and their JSON endpoints (dashboard/views.py,
-dashboard/instance_api.py): permissions, filters, figures and the operators' actions over HTTP.
+"""The instance page, the instance list, the dashboard and their JSON endpoints (dashboard/pages/views.py,
+dashboard/api/instance_api.py): permissions, filters, figures and the operators' actions over HTTP.
 
 The pages' behaviour in a browser is covered by tests/e2e/test_live.py."""
 

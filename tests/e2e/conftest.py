@@ -30,7 +30,7 @@ ROOT = Path(__file__).resolve().parents[2]
 
 def note_console(message: Any, console: list[str], errors: list[str]) -> None:
     """Keep the console for failure reports; a Content-Security-Policy violation is a script error too
-    (the pages must work under the policy dashboard/security.py sends)."""
+    (the pages must work under the policy dashboard/security/headers.py sends)."""
     console.append(f"{message.type}: {message.text}")
     if "Content Security Policy" in message.text:
         errors.append(f"CSP violation: {message.text}")

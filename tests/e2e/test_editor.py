@@ -289,7 +289,7 @@ def test_build_validate_save_reopen_export_import_run(page: Any, make_user: Any,
 
 
 def test_viewer_gets_a_read_only_editor_and_cannot_save(page: Any, make_user: Any, login: Any) -> None:
-    from workflows.definitions import save_version
+    from workflows.authoring.definitions import save_version
     from workflows.models import WorkflowVersion
 
     save_version("lookup", {"nodes": [{"id": "start", "type": "start"}, {"id": "end", "type": "end"}],
@@ -327,7 +327,7 @@ def test_viewer_gets_a_read_only_editor_and_cannot_save(page: Any, make_user: An
 
 
 def test_versions_compare_open_read_only_and_restore(page: Any, make_user: Any, login: Any) -> None:
-    from workflows.definitions import save_version
+    from workflows.authoring.definitions import save_version
     from workflows.models import WorkflowDefinition
 
     v1 = {"nodes": [{"id": "start", "type": "start", "position": {"x": 0, "y": 0}},
@@ -412,7 +412,7 @@ def test_versions_compare_open_read_only_and_restore(page: Any, make_user: Any, 
 
 
 def test_readme_screenshot_of_the_research_example(page: Any, make_user: Any, login: Any) -> None:
-    from workflows.definitions import save_document
+    from workflows.authoring.definitions import save_document
 
     document = json.loads((ROOT / "workflows/examples/graphs/research_report.json").read_text())
     save_document(document, message="example")

@@ -19,7 +19,7 @@ SHOTS = ROOT / "docs" / "screenshots"
 
 
 def save_example(name: str, user: Any = None) -> dict[str, Any]:
-    from workflows.definitions import save_document
+    from workflows.authoring.definitions import save_document
     from workflows.examples import load_example
 
     document = load_example(ROOT / "workflows" / "examples" / "graphs" / name)
@@ -49,7 +49,7 @@ def test_a_route_typo_is_caught_at_validation_and_shown_on_its_edge(page: Any, m
 
 
 def test_the_function_picker_fills_a_python_nodes_function(page: Any, make_user: Any, login: Any) -> None:
-    from workflows.definitions import save_version
+    from workflows.authoring.definitions import save_version
     from workflows.engine.functions import describe_functions
 
     g = {"nodes": [{"id": "start", "type": "start", "position": {"x": 0, "y": 0}},
@@ -96,7 +96,7 @@ def test_the_function_picker_fills_a_python_nodes_function(page: Any, make_user:
 
 
 def test_save_anyway_shows_the_change_it_overwrites(page: Any, make_user: Any, login: Any) -> None:
-    from workflows.definitions import save_version
+    from workflows.authoring.definitions import save_version
     from workflows.models import WorkflowDefinition
 
     g = {"nodes": [{"id": "start", "type": "start", "position": {"x": 0, "y": 0}},

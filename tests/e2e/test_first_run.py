@@ -56,7 +56,7 @@ def test_the_first_run_dashboard_leads_to_running_an_example(page: Any, make_use
 def test_the_instance_list_finds_an_input_value_and_updates_itself(page: Any, make_user: Any, login: Any,
                                                                    redis_conn: Any) -> None:
     from workflows import runtime
-    from workflows.definitions import save_version
+    from workflows.authoring.definitions import save_version
 
     g = {"nodes": [{"id": "start", "type": "start"}, {"id": "end", "type": "end"}],
          "edges": [{"source": "start", "target": "end"}]}

@@ -20,7 +20,7 @@ from django.utils import timezone
 
 from tests.conftest import chain
 from workflows import runtime
-from workflows.definitions import save_version
+from workflows.authoring.definitions import save_version
 from workflows.engine.statuses import StepStatus
 from workflows.models import ReviewItem, StepRun, WorkflowDefinition, WorkflowInstance
 
@@ -212,7 +212,7 @@ def test_the_inbox_count_updates_live(daphne_page: Any, make_user: Any, login: A
     page.wait_for_selector("#nav-review-count[data-count='0']")
     instance = human(QUICK, "ship-ask", {"ticket": "T-4"})
     page.wait_for_selector("#nav-review-count[data-count='1']")
-    from workflows import review
+    from workflows.operators import review
 
     review.decide(open_item(instance).pk, make_user("olga", "operators"), review.Decision(action="reject"))
     page.wait_for_selector("#nav-review-count[data-count='0']")

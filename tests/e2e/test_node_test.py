@@ -33,7 +33,7 @@ GRAPH = {
 
 def test_a_designer_tests_a_router_pins_its_sample_and_tests_an_llm_node(page: Any, make_user: Any,
                                                                           login: Any) -> None:
-    from workflows.definitions import save_version
+    from workflows.authoring.definitions import save_version
     from workflows.models import Event, StepRun, WorkflowInstance
 
     save_version("orders", GRAPH, name="Orders", message="first")

@@ -1,5 +1,5 @@
 """The dashboard, review and instance pages' scripts in a real browser (native ES modules under the
-Content-Security-Policy): they draw from the tables the server serves (dashboard/meta.py), not copies.
+Content-Security-Policy): they draw from the tables the server serves (dashboard/pages/meta.py), not copies.
 The instance is halted by the loop breaker in this process (no workers), so pytest-django's WSGI live
 server suffices: without a socket the live page catches up over HTTP."""
 
@@ -10,7 +10,7 @@ from typing import Any
 
 import pytest
 
-from dashboard.meta import ui_meta
+from dashboard.pages.meta import ui_meta
 from tests.conftest import halts_as_it_starts
 from tests.dashboard.test_operations import run_queued, start
 from workflows.models import ReviewItem

@@ -34,7 +34,7 @@ def propose(page: Any, reply: dict[str, Any]) -> None:
 
 
 def test_plan_preview_accept_and_save(page: Any, make_user: Any, login: Any) -> None:
-    from workflows.definitions import save_version
+    from workflows.authoring.definitions import save_version
     from workflows.models import WorkflowDefinition
 
     designer = make_user("dana", "designers")
@@ -88,9 +88,10 @@ def test_plan_preview_accept_and_save(page: Any, make_user: Any, login: Any) -> 
 def test_the_inspector_links_a_planner_step_to_its_plan_and_child(
         page: Any, login: Any, make_user: Any, redis_conn: Any, monkeypatch: pytest.MonkeyPatch) -> None:
     from tests.conftest import chain
-    from workflows import dispatch, runtime
-    from workflows.definitions import save_version
+    from workflows import runtime
+    from workflows.authoring.definitions import save_version
     from workflows.models import StepRun, WorkflowInstance
+    from workflows.workers import dispatch
 
     # The planner step run by hand in this process (dispatch captured): it plans, records the plan and
     # starts the child, which waits for its person.

@@ -12,7 +12,7 @@ import pytest
 from django.utils import timezone
 
 from workflows import runtime
-from workflows.definitions import save_version
+from workflows.authoring.definitions import save_version
 from workflows.models import WorkflowInstance
 
 pytestmark = [pytest.mark.e2e, pytest.mark.django_db(transaction=True)]

@@ -36,7 +36,7 @@ def error_of(page: Any, name: str) -> str:
 
 
 def test_run_dialog_is_a_form_of_the_declared_input(page: Any, make_user: Any, login: Any) -> None:
-    from workflows.definitions import save_version
+    from workflows.authoring.definitions import save_version
 
     graph = {"nodes": [{"id": "start", "type": "start"}, {"id": "end", "type": "end"}],
              "edges": [{"source": "start", "target": "end"}], "input": INPUT}
@@ -104,7 +104,7 @@ def test_run_dialog_is_a_form_of_the_declared_input(page: Any, make_user: Any, l
 
 
 def test_without_a_declared_input_the_dialog_is_raw_json(page: Any, make_user: Any, login: Any) -> None:
-    from workflows.definitions import save_version
+    from workflows.authoring.definitions import save_version
 
     save_version("plain", {"nodes": [{"id": "start", "type": "start"}, {"id": "end", "type": "end"}],
                            "edges": [{"source": "start", "target": "end"}]}, message="v1")

@@ -10,9 +10,10 @@ from typing import Any
 import pytest
 
 from tests.conftest import chain
-from workflows import dispatch, runtime
-from workflows.definitions import save_version
+from workflows import runtime
+from workflows.authoring.definitions import save_version
 from workflows.models import ReviewItem, StepRun, WorkflowInstance
+from workflows.workers import dispatch
 
 pytestmark = [pytest.mark.e2e, pytest.mark.django_db(transaction=True)]
 

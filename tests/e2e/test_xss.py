@@ -17,7 +17,7 @@ from typing import Any
 import pytest
 
 from workflows import runtime
-from workflows.definitions import save_version
+from workflows.authoring.definitions import save_version
 from workflows.models import ReviewItem, WorkflowInstance
 
 pytestmark = [pytest.mark.e2e, pytest.mark.django_db(transaction=True)]

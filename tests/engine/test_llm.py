@@ -380,7 +380,7 @@ def _leaks(call: StepCall, *, alarm_s: float = 0) -> tuple[str, int, list[str]]:
     """Run the node through its synchronous entry point (an event loop of its own, as on a sync
     worker), optionally under the sync worker's SIGALRM time limit. Returns how it ended, the aiohttp
     sessions it left open and the resource warnings ("Unclosed client session") seen after a collection."""
-    from workflows.timeouts import time_limit
+    from workflows.runtime.timeouts import time_limit
 
     before = _open_sessions()
     with warnings.catch_warnings(record=True) as caught:

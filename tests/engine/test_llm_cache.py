@@ -1,5 +1,5 @@
 """The llm node's response cache as the engine sees it: the key, and the node's use of a cache it is
-handed (an in-memory one here; workflows/llm_cache.py's table is tested in tests/workflows)."""
+handed (an in-memory one here; workflows/adapters/llm_cache.py's table is tested in tests/workflows)."""
 
 from __future__ import annotations
 

@@ -148,7 +148,7 @@ def py(node_id: str, function: str, args: dict[str, Any] | None = None, *,
 
 
 def new_version(graph: dict[str, Any]) -> Any:
-    from workflows.definitions import save_version
+    from workflows.authoring.definitions import save_version
 
     return save_version(f"fault-{uuid.uuid4().hex[:12]}", graph)
 

@@ -77,7 +77,7 @@ def fail(call: FunctionCall) -> None:
 
 
 def _install_crash_before_enqueue() -> None:
-    from workflows import dispatch
+    from workflows.workers import dispatch
 
     def crash(items: list[tuple[int, str]], **options: object) -> int:
         # The transaction that made these steps due has committed; the jobs never reach Redis.

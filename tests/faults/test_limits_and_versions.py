@@ -23,7 +23,7 @@ from tests.faults.conftest import (
     wait_all,
 )
 from workflows import runtime
-from workflows.definitions import save_version
+from workflows.authoring.definitions import save_version
 from workflows.engine.errors import PayloadTooLarge
 from workflows.models import WorkflowInstance, WorkflowVersion
 

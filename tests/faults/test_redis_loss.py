@@ -22,8 +22,8 @@ from tests.faults.conftest import (
     step_of,
     wait_all,
 )
-from workflows import dispatch
 from workflows.models import StepRun, WorkflowInstance
+from workflows.workers import dispatch
 
 pytestmark = [pytest.mark.faults, pytest.mark.django_db(transaction=True)]
 

@@ -1,5 +1,5 @@
 """Redis goes away and comes back: workers, the ai consumer and the scheduler stay up, say so once per
-outage, and serve again when it returns (workflows/redis_outage.py). Each test has its own
+outage, and serve again when it returns (workflows/workers/redis_outage.py). Each test has its own
 redis-server (private_redis); it restarts empty (no persistence), so the reconciler re-dispatches
 whatever was queued from the database."""
 

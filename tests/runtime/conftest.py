@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import pytest
 
-from workflows import dispatch
+from workflows.workers import dispatch
 
 
 @pytest.fixture

@@ -21,10 +21,12 @@ import pytest
 
 from tests.store.driver import Clock
 from tests.workflows.support import edge, events, steps
-from workflows import dispatch, reconciler, runtime
+from workflows import runtime
 from workflows.engine.functions import FunctionCall, register_function
 from workflows.runtime import loop
 from workflows.runtime.leases import LeaseKeeper
+from workflows.scheduler import reconciler
+from workflows.workers import dispatch
 
 LEASE_S = 60.0
 ran: Counter[str] = Counter()
@@ -112,8 +114,8 @@ def test_a_discarded_outcome_is_logged_as_its_own_step(make_version, monkeypatch
     import json
     import logging
 
-    from workflows import logging_setup
     from workflows.models import StepRun
+    from workflows.observability import logging_setup
 
     settings.STEADYFLOW = {**settings.STEADYFLOW, "STORE": store}
     jobs: list[tuple[int, str]] = []

@@ -92,7 +92,7 @@ def test_rerouting_cancels_the_held_steps_of_the_abandoned_path(make_version, jo
     from django.contrib.auth.models import User
 
     from workflows.models import ReviewItem
-    from workflows.review import Decision, decide
+    from workflows.operators.review import Decision, decide
 
     boss = User.objects.create_superuser("boss", "b@example.com", "x-very-long-password")
     decide(ReviewItem.objects.get(instance=instance, status="open").pk, boss,

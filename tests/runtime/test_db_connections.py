@@ -20,7 +20,8 @@ from django.db.backends.base.base import BaseDatabaseWrapper
 from django.db.backends.signals import connection_created
 
 from tests.conftest import chain
-from workflows import node_trial, runtime
+from workflows import runtime
+from workflows.authoring import node_trial
 from workflows.db_threads import DjangoThreadPool
 from workflows.models import LLMCacheEntry, StepRun
 
@@ -106,10 +107,10 @@ def test_a_node_test_of_an_llm_node_leaves_no_connection_open(db):
 
 
 def test_on_the_ai_consumers_loop_the_helpers_use_its_database_pool(make_version, jobs, monkeypatch):
-    """As the ai consumer runs an llm step (workflows/aiworker.py): the ORM on its DjangoThreadPool,
+    """As the ai consumer runs an llm step (workflows/workers/aiworker.py): the ORM on its DjangoThreadPool,
     which is also the loop's default executor, and `arun` on the loop. The helpers run on that pool's
     threads (no hop to the synchronous path's helper thread), whose connections are reused."""
-    from workflows.llm_cache import DatabaseCache
+    from workflows.adapters.llm_cache import DatabaseCache
 
     version = make_version(chain({"id": "ask", "type": "llm", "config": {
         "provider": "scripted", "script": [{"text": "hi"}], "prompt": "Say {{ input.n }}",

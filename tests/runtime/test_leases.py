@@ -10,9 +10,10 @@ from django.utils import timezone
 
 import tests.workflows.functions  # noqa: F401 - registers tests.echo
 from tests.workflows.support import edge, py
-from workflows import dispatch, runtime
+from workflows import runtime
 from workflows.models import StepRun
 from workflows.runtime.leases import LeaseKeeper
+from workflows.workers import dispatch
 
 
 @pytest.fixture

@@ -16,7 +16,7 @@ import tests.workflows.functions  # noqa: F401 - registers tests.echo
 from tests.workflows.support import edge, py
 from workflows import runtime
 from workflows.models import ReviewItem, StepRun, WorkflowInstance
-from workflows.review import Decision, decide
+from workflows.operators.review import Decision, decide
 
 
 def reroute(instance: WorkflowInstance, goto: str) -> None:

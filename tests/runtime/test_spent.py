@@ -11,9 +11,10 @@ from django.db.models import F
 
 import tests.workflows.functions  # noqa: F401 - registers tests.echo
 from tests.workflows.support import edge, py
-from workflows import dispatch, runtime
+from workflows import runtime
 from workflows.models import StepRun, WorkflowInstance
 from workflows.store import is_spent
+from workflows.workers import dispatch
 
 pytestmark = pytest.mark.skipif("connection.vendor != 'postgresql'")
 

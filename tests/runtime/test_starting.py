@@ -9,8 +9,9 @@ import pytest
 import tests.workflows.functions  # noqa: F401 - registers tests.echo
 from tests.conftest import chain
 from tests.workflows.support import py
-from workflows import dispatch, runtime
+from workflows import runtime
 from workflows.models import Checkpoint, Event, StepRun, WorkflowInstance
+from workflows.workers import dispatch
 
 
 @pytest.fixture

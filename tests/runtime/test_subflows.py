@@ -13,11 +13,12 @@ from django.utils import timezone
 import tests.workflows.functions  # noqa: F401 - registers tests.echo
 from tests.conftest import chain
 from tests.workflows.support import py
-from workflows import reconciler, runtime
-from workflows.definitions import save_version
+from workflows import runtime
+from workflows.authoring.definitions import save_version
 from workflows.engine.errors import GraphInvalid
 from workflows.models import StepRun, WorkflowInstance
 from workflows.runtime import subflows
+from workflows.scheduler import reconciler
 
 pytestmark = [pytest.mark.django_db(transaction=True), pytest.mark.parametrize("store", ["orm", "sql"])]
 
@@ -89,7 +90,7 @@ def test_the_reconciler_settles_a_step_whose_childs_end_was_not_passed_on(store,
     from django.contrib.auth.models import User
 
     from workflows.models import ReviewItem
-    from workflows.review import Decision, decide
+    from workflows.operators.review import Decision, decide
 
     boss = User.objects.create_superuser("boss", "b@example.com", "x-very-long-password")
     decide(ReviewItem.objects.get(instance=child, status="open").pk, boss, Decision(action="approve"))
@@ -159,7 +160,7 @@ def test_a_halt_parks_a_queued_step_and_a_waiting_one_and_resuming_carries_both_
     from django.contrib.auth.models import User
 
     from workflows.models import ReviewItem
-    from workflows.review import Decision, decide
+    from workflows.operators.review import Decision, decide
 
     boss = User.objects.create_superuser("boss", "b@example.com", "x-very-long-password")
     parent = parent_and_child(store, settings)

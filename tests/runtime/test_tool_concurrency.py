@@ -14,8 +14,9 @@ from django.utils import timezone
 import tests.workflows.functions  # noqa: F401 - registers tests.echo
 from tests.conftest import chain
 from tests.workflows.support import assert_history_consistent, edge, events, py
-from workflows import reconciler, runtime
+from workflows import runtime
 from workflows.models import ReviewItem, StepRun, WorkflowInstance
+from workflows.scheduler import reconciler
 
 pytestmark = pytest.mark.django_db(transaction=True)
 
@@ -150,7 +151,7 @@ def test_each_tool_call_counts_as_an_activation_for_the_loop_breaker(make_versio
 
     from django.contrib.auth.models import User
 
-    from workflows.review import Decision, decide
+    from workflows.operators.review import Decision, decide
 
     boss = User.objects.create_superuser("boss", "b@example.com", "x-very-long-password")
     decide(ReviewItem.objects.get(instance=instance, status="open").pk, boss, Decision(action="approve"))
@@ -173,7 +174,7 @@ def test_rerouting_a_halted_agent_cancels_its_held_tool_steps(make_version, jobs
 
     from django.contrib.auth.models import User
 
-    from workflows.review import Decision, decide
+    from workflows.operators.review import Decision, decide
 
     boss = User.objects.create_superuser("boss", "b@example.com", "x-very-long-password")
     decide(ReviewItem.objects.get(instance=instance, status="open").pk, boss,

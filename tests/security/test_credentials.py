@@ -12,9 +12,9 @@ from cryptography.fernet import Fernet
 from django.core.management import call_command
 from django.test import Client
 
-from workflows import credentials
-from workflows.breakers import provider_key
-from workflows.definitions import save_version
+from workflows.adapters.breakers import provider_key
+from workflows.authoring.definitions import save_version
+from workflows.credentials import store as credentials
 from workflows.engine.errors import GraphInvalid
 from workflows.engine.secrets import ProviderAccount
 from workflows.models import Credential
@@ -148,8 +148,8 @@ def test_llm_provider_credentials_name_their_models_and_bound_breaker_keys(db: N
 @pytest.mark.django_db(transaction=True)
 def test_a_credential_deleted_after_save_fails_the_step_naming_it(redis_conn: Any) -> None:
     from workflows import runtime
-    from workflows.inprocess import drain
     from workflows.models import StepRun
+    from workflows.scheduler.inprocess import drain
 
     credential = planted()
     version = save_version("deleted", chain({"id": "call", "type": "http", "config": {

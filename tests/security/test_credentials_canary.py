@@ -28,7 +28,7 @@ from tests.conftest import Processes, wait_for
 from tests.support.llm_server import LLMTestServer
 from tests.workflows.support import expect_status
 from workflows import runtime
-from workflows.definitions import save_version
+from workflows.authoring.definitions import save_version
 from workflows.models import Credential, StepRun
 
 pytestmark = pytest.mark.django_db(transaction=True)

@@ -16,13 +16,14 @@ from django.test import Client
 import tests.workflows.functions  # noqa: F401 - registers tests.echo
 from tests.conftest import chain
 from tests.workflows.support import edge, py
-from workflows import dispatch, runtime
-from workflows.definitions import save_version
+from workflows import runtime
+from workflows.authoring.definitions import save_version
 from workflows.engine import expression_limits as lim
 from workflows.engine.errors import ExpressionError
 from workflows.engine.expressions import ExpressionLimit, condition_names, evaluate, parse, render
 from workflows.engine.validation import validate_graph
 from workflows.models import WorkflowInstance
+from workflows.workers import dispatch
 
 # Each allocated tens of MB or more, or ran for seconds, under simpleeval (the sizes here are kept
 # small enough that the old evaluator answered quickly, so these fail rather than hang without the fix).
@@ -149,8 +150,7 @@ def test_the_expression_checker_refuses_blowups_without_a_500(admin_client_: Cli
 
 @pytest.mark.django_db(transaction=True)
 def test_templates_render_inside_the_steps_time_limit(enqueued: list[int], monkeypatch: pytest.MonkeyPatch) -> None:
-    from workflows import timeouts
-    from workflows.runtime import loop, step_calls
+    from workflows.runtime import loop, step_calls, timeouts
 
     limited: list[bool] = []
     inside: list[bool] = [False]
@@ -184,8 +184,8 @@ def test_a_template_cannot_render_past_its_text_limit() -> None:
 
 @pytest.mark.django_db(transaction=True)
 def test_a_human_answer_whose_condition_fails_is_refused_with_the_reason(enqueued: list[int], user_in: Any) -> None:
-    from workflows import review
     from workflows.models import ReviewItem
+    from workflows.operators import review
 
     graph = {"nodes": [{"id": "start", "type": "start"},
                        {"id": "ask", "type": "human", "config": {"prompt": "{{ context.s * 3 }}?"}},

@@ -11,12 +11,13 @@ from typing import Any
 import pytest
 
 from tests.conftest import chain, halts_as_it_starts
-from workflows import review, runtime
-from workflows.definitions import save_version
+from workflows import runtime
+from workflows.authoring.definitions import save_version
 from workflows.engine import limits
 from workflows.engine.errors import GraphInvalid
 from workflows.engine.validation import validate_graph
 from workflows.models import ReviewItem
+from workflows.operators import review
 
 BASE = chain({"id": "work", "type": "python", "config": {"function": "noop"}})
 

@@ -27,12 +27,13 @@ from django.test import Client
 from django.urls import URLPattern, URLResolver, get_resolver, reverse
 from django.utils import timezone
 
-from dashboard.consumers import CLOSE_FORBIDDEN, CLOSE_UNAUTHENTICATED
+from dashboard.live.consumers import CLOSE_FORBIDDEN, CLOSE_UNAUTHENTICATED
 from dashboard.routing import websocket_urlpatterns
 from tests.dashboard.sockets import ORIGIN, run, session_headers
-from workflows import review, runtime
-from workflows.definitions import save_version
+from workflows import runtime
+from workflows.authoring.definitions import save_version
 from workflows.models import BreakerState, Credential, LLMCacheEntry, ReviewItem, WorkflowInstance
+from workflows.operators import review
 from workflows.roles import ensure_roles
 
 ROLES = ("anonymous", "nobody", "viewer", "designer", "operator", "outsider", "superuser")
@@ -109,7 +110,7 @@ def world(db: None) -> World:
     credential.save()
     cached = LLMCacheEntry.objects.create(workflow_id=version.definition_id, key="k", output={"text": "hi"},
                                           expires_at=timezone.now() + timedelta(hours=1))
-    from dashboard import tokens
+    from dashboard.security import tokens
 
     viewer_token = tokens.issue(people["viewer"], "viewer's", ["read"]).token
     return World(people, task, mine, halted, breaker, ids={
@@ -269,7 +270,7 @@ MATRIX: dict[str, list[Action]] = {
                                 row(302, 404, 302, 404, 404, 404, 404))],  # the viewer's token
 }
 
-# The v1 API (dashboard/v1/, namespace "v1"): every URL name of its URL conf, by session and by token.
+# The v1 API (dashboard/api/v1/, namespace "v1"): every URL name of its URL conf, by session and by token.
 V1 = "/api/v1/"
 V1_MATRIX: dict[str, list[Action]] = {
     "openapi-json": [api("GET", lambda w: V1 + "openapi.json", row(401, 200, 200, 200, 200, 200, 200))],
@@ -380,7 +381,7 @@ V1_CELLS = [(name, index, role, auth) for name, actions in V1_MATRIX.items() for
 def test_v1_matrix(world: World, name: str, index: int, role: str, auth: str, redis_conn: Any) -> None:
     """The same answer by session and by a token holding every scope its user may have (`nobody` may have
     none, so no token): the token adds nothing to its user's permissions."""
-    from dashboard import tokens
+    from dashboard.security import tokens
 
     action = V1_MATRIX[name][index]
     user = world.users[role]

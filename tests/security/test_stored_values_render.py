@@ -14,7 +14,7 @@ from django.test import Client
 
 from tests.conftest import halts_as_it_starts
 from workflows import runtime
-from workflows.definitions import save_version
+from workflows.authoring.definitions import save_version
 from workflows.models import ReviewItem, WorkflowInstance
 
 PAGES = [

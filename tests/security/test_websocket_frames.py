@@ -13,10 +13,10 @@ from django.contrib.auth.models import Permission
 from django.test import Client
 
 from dashboard.asgi import application
-from dashboard.consumers import MAX_FRAME_CHARS
+from dashboard.live.consumers import MAX_FRAME_CHARS
 from tests.security.conftest import GRAPH
 from workflows import runtime
-from workflows.definitions import save_version
+from workflows.authoring.definitions import save_version
 
 pytestmark = pytest.mark.django_db(transaction=True)
 

@@ -48,9 +48,10 @@ class _NoKeeper:
 
 @pytest.fixture
 def captured(monkeypatch: pytest.MonkeyPatch) -> Captured:
-    from workflows import dispatch, live
-    from workflows.breakers import DatabaseBreaker
+    from workflows.adapters.breakers import DatabaseBreaker
+    from workflows.live import notices as live
     from workflows.runtime import loop
+    from workflows.workers import dispatch
 
     seen = Captured()
     monkeypatch.setattr(dispatch, "enqueue_steps", seen.enqueue_steps)

@@ -13,8 +13,9 @@ from datetime import UTC, datetime, timedelta
 from decimal import Decimal
 from typing import Any
 
-from workflows import review, runtime
+from workflows import runtime
 from workflows.models import Checkpoint, Event, ReviewItem, StepRun, WorkflowInstance, WorkflowVersion
+from workflows.operators import review
 from workflows.runtime import Claim, Outcome
 
 # Microseconds, so that timestamps written as text (SQLite) are compared with them.
@@ -124,14 +125,14 @@ class Driver:
     # --- The scheduler ----------------------------------------------------------------------------
 
     def promote(self, after_s: float) -> int:
-        from workflows import reconciler
+        from workflows.scheduler import reconciler
 
         now = self.clock.tick(after_s)
         with self.committing():
             return reconciler.promote_due(now)
 
     def reclaim(self, after_s: float) -> int:
-        from workflows import reconciler
+        from workflows.scheduler import reconciler
 
         now = self.clock.tick(after_s)
         with self.committing():

@@ -254,7 +254,7 @@ def release(d: Driver, version: WorkflowVersion) -> int:
 def subworkflow(d: Driver, version: WorkflowVersion) -> int:
     """The parent step starts its child and parks; the child's steps run; its end queues the parent
     step again (a post-commit effect), which maps the child's output."""
-    from workflows.definitions import save_version
+    from workflows.authoring.definitions import save_version
     from workflows.models import WorkflowDefinition, WorkflowInstance
 
     if not WorkflowDefinition.objects.filter(slug=graphs.SUB_CHILD).exists():

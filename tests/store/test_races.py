@@ -72,7 +72,7 @@ def _step_moved_while_deciding(driver: Driver, version: Callable[..., Any],
     assert claim is not None
     outcome = driver.run(claim)
 
-    from workflows import reconciler
+    from workflows.scheduler import reconciler
 
     original = stopping.cancel_open_steps
     decided = []

@@ -19,8 +19,9 @@ from django.utils import timezone
 import tests.workflows.functions  # noqa: F401 - registers tests.fail_times
 from tests.conftest import chain
 from tests.workflows.support import py
-from workflows import inprocess, runtime
+from workflows import runtime
 from workflows.models import ReviewItem
+from workflows.scheduler import inprocess
 from workflows.triggers import notifications, signing
 from workflows.triggers import tick as triggers
 from workflows.triggers.models import DeliveryAttempt, NotificationChannel, NotificationDelivery
@@ -187,7 +188,7 @@ def test_nothing_is_recorded_without_channels(make_version: Any, django_capture_
 def test_a_failure_is_notified_end_to_end_through_the_queue(receiver: Receiver, redis_conn: Any) -> None:
     """A real job path: the step fails in an RQ worker, the commit records the notice and enqueues
     the sending job, the same burst worker sends it to the receiver."""
-    from workflows.definitions import save_version
+    from workflows.authoring.definitions import save_version
 
     channel = NotificationChannel.objects.create(name="pager", kind="webhook", target=receiver.url,
                                                  events=["failed"])

@@ -108,7 +108,7 @@ def test_the_window_resets(hook: Webhook, limits: Any, monkeypatch: pytest.Monke
         bad(hook)
     assert bad(hook).status_code == 429
     later = timezone.now() + timedelta(seconds=61)
-    from dashboard import trigger_views
+    from dashboard.pages import trigger_views
 
     monkeypatch.setattr(trigger_views.timezone, "now", lambda: later)
     assert bad(hook, at=later.timestamp()).status_code == 401  # a new window: looked at again
@@ -130,7 +130,7 @@ def test_no_limit_when_zero_and_open_when_redis_is_down(hook: Webhook, limits: A
     settings.STEADYFLOW = {**settings.STEADYFLOW, "WEBHOOK_REJECT_LIMIT": 0, "WEBHOOK_HOOK_REJECT_LIMIT": 0}
     assert [bad(hook).status_code for _ in range(6)] == [401] * 6
     settings.STEADYFLOW = {**settings.STEADYFLOW, "WEBHOOK_REJECT_LIMIT": 1, "WEBHOOK_HOOK_REJECT_LIMIT": 1}
-    from workflows import ratelimit
+    from workflows.adapters import ratelimit
 
     with mock.patch.object(ratelimit, "connection", side_effect=ConnectionError("down")):
         assert [bad(hook).status_code for _ in range(3)] == [401] * 3

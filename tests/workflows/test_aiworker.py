@@ -17,9 +17,10 @@ from rq.registry import FailedJobRegistry, FinishedJobRegistry, StartedJobRegist
 
 from tests.conftest import chain, wait_for, wait_for_status
 from tests.support.llm_server import LLMServerProcess, LLMTestServer
-from workflows import dispatch, runtime
+from workflows import runtime
 from workflows.engine.nodes import NodeResult
 from workflows.models import StepRun, WorkflowInstance
+from workflows.workers import dispatch
 
 pytestmark = pytest.mark.django_db(transaction=True)
 
@@ -214,8 +215,8 @@ def test_node_timeout_becomes_step_timeout(processes, redis_conn, make_version):
 def test_a_bad_job_fails_in_rq_and_the_consumer_carries_on(processes, redis_conn, make_version):
     queue = django_rq.get_queue("ai")
     bad_step = queue.enqueue(dispatch.JOB_FUNC, "not-a-step-id", result_ttl=0)
-    foreign_ok = queue.enqueue("workflows.dispatch.job_id_for", 7)
-    foreign_bad = queue.enqueue("workflows.dispatch.job_id_for")  # missing argument: TypeError
+    foreign_ok = queue.enqueue("workflows.workers.dispatch.job_id_for", 7)
+    foreign_bad = queue.enqueue("workflows.workers.dispatch.job_id_for")  # missing argument: TypeError
     ai = start_ai(processes)
     wait_for(lambda: FailedJobRegistry("ai", connection=redis_conn).get_job_count(cleanup=False) == 2,
              timeout=20, message="both bad jobs failed in RQ")

@@ -1,4 +1,4 @@
-"""Circuit breakers on the real database (workflows/breakers.py): per-process counts written to the
+"""Circuit breakers on the real database (workflows/adapters/breakers.py): per-process counts written to the
 shared row, one state shared by every process, fairness (only provider-side failures count) and
 bounded keys. Two DatabaseBreaker instances with their own LocalCounts stand for two processes; the
 clock is a hand-moved number."""
@@ -16,7 +16,8 @@ from django.db import connections
 from tests.conftest import chain, wait_for, wait_for_status
 from tests.engine.conftest import make_call
 from tests.support.llm_server import LLMTestServer
-from workflows import breakers, runtime
+from workflows import runtime
+from workflows.adapters import breakers
 from workflows.engine import breaker as logic
 from workflows.engine import providers
 from workflows.engine.breaker_local import LocalCounts

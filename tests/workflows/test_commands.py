@@ -310,7 +310,7 @@ def test_run_worker_errors():
 
 @pytest.mark.django_db(transaction=True)
 def test_run_scheduler_once_runs_one_tick_and_exits(worker_env, redis_conn):
-    from workflows.definitions import save_version
+    from workflows.authoring.definitions import save_version
     from workflows.runtime import start_instance
 
     graph = {"nodes": [{"id": "start", "type": "start"},

@@ -23,10 +23,11 @@ from tests.workflows.support import (
     steps,
     wait_for_workers,
 )
-from workflows import dispatch, runtime
-from workflows.definitions import save_version
+from workflows import runtime
+from workflows.authoring.definitions import save_version
 from workflows.engine.nodes import NodeResult
 from workflows.models import Event, StepRun
+from workflows.workers import dispatch
 
 pytestmark = pytest.mark.django_db(transaction=True)
 

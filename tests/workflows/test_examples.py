@@ -2,7 +2,7 @@
 example declares), run on real worker processes to its end state, with the usage and cost its
 scripted LLM steps report.
 
-The examples' URL defaults point at the demo endpoints of `make run`'s own server (dashboard/demo.py);
+The examples' URL defaults point at the demo endpoints of `make run`'s own server (dashboard/api/demo.py);
 here a local server answers the same paths, and STEADYFLOW_DEMO_BASE_URL points load_examples at it,
 as `make run` does with the port it took.
 """
@@ -23,10 +23,10 @@ from django.test import Client
 
 from tests.conftest import wait_for_status
 from tests.workflows.support import assert_history_consistent, expect_status
-from workflows import review
 from workflows.engine.validation import validate_graph
 from workflows.examples import DEMO_ORIGIN, example_files, load_example
 from workflows.models import ReviewItem, WorkflowDefinition, WorkflowInstance
+from workflows.operators import review
 
 pytestmark = pytest.mark.django_db(transaction=True)
 

@@ -35,7 +35,7 @@ from tests.workflows.support import (
     wait_for_workers,
 )
 from workflows import runtime
-from workflows.definitions import save_version, split_document
+from workflows.authoring.definitions import save_version, split_document
 from workflows.engine.errors import GraphInvalid
 from workflows.models import WorkflowDefinition
 from workflows.runtime.observe import step_span_id

@@ -9,7 +9,7 @@ from typing import Any
 
 import pytest
 
-from workflows.groupcommit import GroupCommits
+from workflows.workers.groupcommit import GroupCommits
 
 
 def claim(instance_id: int, step_id: int) -> Any:

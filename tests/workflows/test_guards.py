@@ -12,8 +12,9 @@ from django.contrib.auth.models import User
 from django.core.management import call_command
 
 from tests.conftest import chain, past_deadline, wait_for, wait_for_status
-from workflows import review, runtime
+from workflows import runtime
 from workflows.models import AuditEntry, ReviewItem, WorkflowDefinition
+from workflows.operators import review
 
 
 class Ledger:
@@ -369,7 +370,7 @@ def test_failing_provider_opens_the_breaker_and_recovery_closes_it(processes, op
         assert len(server.requests) == calls  # nothing reached the provider while open
 
         server.configure(status=200, reply="fine")
-        from workflows.breakers import is_blocking
+        from workflows.adapters.breakers import is_blocking
 
         if is_blocking("openai:m1"):  # still cooling down: nothing may be resumed yet
             assert review.resume_circuit_halts(operator) == 0
@@ -386,7 +387,7 @@ def test_a_workflow_with_a_bad_model_name_does_not_open_the_breaker_for_others(p
     """The provider refuses one workflow's requests (HTTP 404, no such model): its steps fail, but the
     breaker it shares with every other undeclared model stays closed, and other workflows are served."""
     from tests.support.llm_server import LLMTestServer
-    from workflows.breakers import state_of
+    from workflows.adapters.breakers import state_of
 
     with LLMTestServer() as server:
         server.configure(model="no-such-model", status=404)
@@ -415,7 +416,7 @@ def test_a_workflow_with_a_bad_model_name_does_not_open_the_breaker_for_others(p
 def test_without_settings_a_long_chain_and_a_wide_fan_out_complete_while_a_loop_still_halts(processes):
     """The default limit covers one pass over every node (engine/activations.py): a graph with no
     loop never halts on its first run, however many nodes; a loop still halts at the default."""
-    from workflows.definitions import save_version
+    from workflows.authoring.definitions import save_version
 
     work = [{"id": f"n{i}", "type": "python", "config": {"function": "noop"}} for i in range(1, 16)]
     branches = [{"id": f"p{i}", "type": "python", "config": {"function": "noop"}} for i in range(1, 13)]

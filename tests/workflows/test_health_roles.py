@@ -67,7 +67,7 @@ def test_healthz_runs_the_web_checks_and_names_only_the_failing_ones(client: Any
     # Redis alone down: degraded, not out of the load balancer (public: no details, no URL).
     assert response.status_code == 200
     assert response.json() == {"ok": True, "degraded": ["redis"], "checks": ["database", "migrations"]}
-    with patch("workflows.health.check_migrations", return_value="1 not applied"), \
+    with patch("workflows.operators.health.check_migrations", return_value="1 not applied"), \
             override_settings(REDIS_URL="redis://:sekrit-password@127.0.0.1:1/0"):
         response = client.get("/healthz")
     assert response.status_code == 503

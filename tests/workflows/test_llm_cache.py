@@ -1,4 +1,4 @@
-"""The llm response cache (workflows/engine/llm_cache.py, workflows/llm_cache.py) end to end: real worker
+"""The llm response cache (workflows/engine/llm_cache.py, workflows/adapters/llm_cache.py) end to end: real worker
 processes (the ai consumer, and a synchronous worker for an llm node routed off the ai queue), real Redis,
 the real database and a local OpenAI-compatible server counting the calls that reach it."""
 
@@ -15,8 +15,10 @@ from django.utils import timezone
 
 from tests.conftest import chain, wait_for_status
 from tests.support.llm_server import LLMTestServer
-from workflows import llm_cache, reconciler, runtime
+from workflows import runtime
+from workflows.adapters import llm_cache
 from workflows.models import LLMCacheEntry, StepRun, WorkflowInstance
+from workflows.scheduler import reconciler
 
 pytestmark = pytest.mark.django_db(transaction=True)
 

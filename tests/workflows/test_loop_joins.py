@@ -15,7 +15,7 @@ import tests.workflows.functions  # noqa: F401 - registers tests.* functions in 
 from tests.conftest import wait_for
 from tests.workflows.support import assert_history_consistent, edge, events, expect_status, py, steps
 from workflows import runtime
-from workflows.definitions import save_version
+from workflows.authoring.definitions import save_version
 
 pytestmark = pytest.mark.django_db(transaction=True)
 

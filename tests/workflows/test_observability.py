@@ -24,7 +24,7 @@ from tests.conftest import ROOT, chain, wait_for, wait_for_status
 from tests.workflows.functions import EXTRA_FUNCTIONS_ENV
 from tests.workflows.support import py
 from workflows import runtime
-from workflows.definitions import save_version
+from workflows.authoring.definitions import save_version
 from workflows.models import StepRun, WorkflowDefinition
 
 TOKEN = "metrics-test-token"

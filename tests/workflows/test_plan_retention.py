@@ -1,4 +1,4 @@
-"""The planner's generated plan versions (workflows/plans.py): which the scheduler's purge deletes — past
+"""The planner's generated plan versions (workflows/authoring/plans.py): which the scheduler's purge deletes — past
 retention, run by no instance, their planning instance ended long enough ago, not their definition's
 latest — and that what finished runs need is never deleted with them."""
 
@@ -13,8 +13,10 @@ from django.db.models import Max, ProtectedError
 from django.utils import timezone
 
 from tests.conftest import chain
-from workflows import plans, reconciler, runtime
+from workflows import runtime
+from workflows.authoring import plans
 from workflows.models import Event, StepRun, WorkflowDefinition, WorkflowInstance, WorkflowVersion
+from workflows.scheduler import reconciler
 
 PLAN = chain({"id": "nap", "type": "wait", "config": {"seconds": 3600}})
 DAY = timedelta(days=1)

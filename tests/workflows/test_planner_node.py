@@ -15,7 +15,7 @@ from tests.conftest import chain
 from tests.workflows.functions import EXTRA_FUNCTIONS_ENV, calls_so_far
 from tests.workflows.support import assert_history_consistent, expect_status, py
 from workflows import runtime
-from workflows.definitions import save_document, save_version
+from workflows.authoring.definitions import save_document, save_version
 from workflows.examples import GRAPHS_DIR, load_example
 from workflows.models import StepRun, WorkflowDefinition, WorkflowInstance
 

@@ -16,9 +16,10 @@ from rq.worker import BaseWorker
 
 from tests.conftest import chain
 from tests.workflows.support import edge, expect_status, py
-from workflows import rq_adapter, runtime
-from workflows.definitions import save_version
+from workflows import runtime
+from workflows.authoring.definitions import save_version
 from workflows.models import StepRun
+from workflows.workers import rq_adapter
 
 pytestmark = pytest.mark.django_db(transaction=True)
 
@@ -96,7 +97,7 @@ def test_the_ai_consumers_book_takes_high_first_and_low_every_nth_round(redis_co
         queues = {name: Queue(name, connection=redis_conn) for name in names}
         for name, count in (("prio-test:low", 2), ("prio-test", 2), ("prio-test:high", 6)):
             for _ in range(count):
-                queues[name].enqueue("workflows.dispatch.job_id_for", 1)
+                queues[name].enqueue("workflows.workers.dispatch.job_id_for", 1)
         taken = []
         for _ in range(10):
             (running,) = book.take(1, timeout=None)

@@ -9,9 +9,10 @@ from django.core.management import call_command
 from django.core.management.base import CommandError
 
 from tests.conftest import chain
-from workflows import inprocess, runtime
+from workflows import runtime
 from workflows.models import Checkpoint, Event
-from workflows.recovery import latest_valid_checkpoint, restore_instance
+from workflows.scheduler import inprocess
+from workflows.scheduler.recovery import latest_valid_checkpoint, restore_instance
 
 FN = {"function": "examples.lookup_order"}
 

@@ -1,4 +1,4 @@
-"""The run report builder (workflows/report.py): rows in, report out, in process."""
+"""The run report builder (workflows/operators/report.py): rows in, report out, in process."""
 
 from __future__ import annotations
 
@@ -6,7 +6,7 @@ from datetime import UTC, datetime, timedelta
 from decimal import Decimal
 from typing import Any
 
-from workflows.report import build_report
+from workflows.operators.report import build_report
 
 T0 = datetime(2026, 1, 1, 12, 0, tzinfo=UTC)
 

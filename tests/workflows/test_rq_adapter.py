@@ -1,4 +1,4 @@
-"""workflows/rq_adapter.py against real Redis: the RQ side of the ai consumer, one call at a time.
+"""workflows/workers/rq_adapter.py against real Redis: the RQ side of the ai consumer, one call at a time.
 
 The first test is the canary for an RQ upgrade: it fails when a private hook the adapter relies on
 is gone or changed its signature."""
@@ -18,7 +18,7 @@ from rq.job import Job, JobStatus
 from rq.registry import FailedJobRegistry, FinishedJobRegistry, StartedJobRegistry
 from rq.worker import BaseWorker
 
-from workflows import dispatch, rq_adapter
+from workflows.workers import dispatch, rq_adapter
 
 QUEUE = "adapter-test"
 
@@ -31,7 +31,7 @@ def book(redis_conn: Any) -> Any:
     book.teardown()
 
 
-def enqueue(conn: Any, *args: Any, func: str = "workflows.dispatch.job_id_for", **options: Any) -> Job:
+def enqueue(conn: Any, *args: Any, func: str = "workflows.workers.dispatch.job_id_for", **options: Any) -> Job:
     return Queue(QUEUE, connection=conn).enqueue(func, *args, **options)
 
 

@@ -1,5 +1,5 @@
 """Streaming llm steps through the `ai` consumer: partial replies are published coalesced on Redis
-(workflows/live_partial.py), never stored (no event row, no step write), and the committed output
+(workflows/live/partial.py), never stored (no event row, no step write), and the committed output
 is the whole reply."""
 
 from __future__ import annotations
@@ -13,7 +13,9 @@ import pytest
 from tests.conftest import chain
 from tests.workflows.support import expect_status
 from tests.workflows.test_aiworker import start_ai
-from workflows import live, live_partial, runtime
+from workflows import runtime
+from workflows.live import notices as live
+from workflows.live import partial as live_partial
 from workflows.models import Event, StepRun
 
 # The events of an llm step that does not stream: streaming adds none.

@@ -15,9 +15,9 @@ from tests.conftest import chain, halts_as_it_starts, wait_for, wait_for_status
 from tests.workflows.functions import EXTRA_FUNCTIONS_ENV, calls_so_far
 from tests.workflows.support import assert_history_consistent, expect_status, py, steps
 from workflows import runtime
-from workflows.definitions import save_version
+from workflows.authoring.definitions import save_version
 from workflows.models import ReviewItem, StepRun, WorkflowInstance
-from workflows.review import Decision, decide
+from workflows.operators.review import Decision, decide
 
 pytestmark = pytest.mark.django_db(transaction=True)
 _slugs = itertools.count(1)

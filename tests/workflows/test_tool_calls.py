@@ -21,7 +21,7 @@ from tests.support.llm_server import LLMTestServer
 from tests.workflows.functions import EXTRA_FUNCTIONS_ENV, calls_so_far, tool_started_pid
 from tests.workflows.support import assert_history_consistent, expect_status
 from workflows import runtime
-from workflows.definitions import save_version
+from workflows.authoring.definitions import save_version
 from workflows.models import StepRun, WorkflowInstance
 
 pytestmark = pytest.mark.django_db(transaction=True)
@@ -61,7 +61,7 @@ def start(graph: dict[str, Any]) -> WorkflowInstance:
 
 def default_workers(processes: Any, count: int = 2, env: dict[str, str] | None = None) -> None:
     """`count` workers on the default queue, registered before the test starts its instance: a round's
-    tool steps go out as one job per listening worker (workflows/dispatch.py, a fan-out's batching),
+    tool steps go out as one job per listening worker (workflows/workers/dispatch.py, a fan-out's batching),
     so two calls run in parallel only where two workers listen."""
     import django_rq
     from rq import Queue, Worker

@@ -1,6 +1,6 @@
-"""OpenTelemetry spans (workflows/tracing.py), collected with the SDK's in-memory exporter: a workflow
+"""OpenTelemetry spans (workflows/observability/tracing.py), collected with the SDK's in-memory exporter: a workflow
 runs through the real job path in this process (RQ queues on the real Redis, claims and commits on
-the real database; `workflows.inprocess.drain`), and the spans it leaves are checked for their ids,
+the real database; `workflows.scheduler.inprocess.drain`), and the spans it leaves are checked for their ids,
 parents and attributes, and against the traceparent the http node sent."""
 
 from __future__ import annotations
@@ -15,9 +15,11 @@ import pytest
 import tests.workflows.functions  # noqa: F401 - registers tests.* functions in this process
 from tests.conftest import chain
 from tests.workflows.support import py
-from workflows import inprocess, runtime, tracing
-from workflows.definitions import save_version
+from workflows import runtime
+from workflows.authoring.definitions import save_version
+from workflows.observability import tracing
 from workflows.runtime import observe
+from workflows.scheduler import inprocess
 
 
 class Receiver(BaseHTTPRequestHandler):
@@ -154,7 +156,7 @@ def _api_client(path_kind: str) -> Any:
     from django.contrib.auth.models import User
     from django.test import Client
 
-    from dashboard import tokens
+    from dashboard.security import tokens
 
     user = User.objects.create_superuser(f"tracer-{path_kind}", password=None)
     if path_kind == "v1":

@@ -1,5 +1,5 @@
 """One process's side of a shared circuit breaker: outcomes counted locally, and the shared state
-as last seen. Plain Python, clock passed in; the storage lives in workflows/breakers.py.
+as last seen. Plain Python, clock passed in; the storage lives in workflows/adapters/breakers.py.
 
 Taking the shared row's lock for every LLM call serialised all calls of a provider on one row
 (docs/BENCHMARKS.md, proposal 7). Instead each process adds its outcomes here and writes them to the

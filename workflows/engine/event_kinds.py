@@ -2,7 +2,7 @@
 
 The live instance page rebuilds its picture from the event log alone (static/js/live/reducer.js): an
 event about a step moves that node to a step status, an event about the instance moves the instance to
-an instance status. These tables are that mapping; the page gets them from the server (dashboard/meta.py,
+an instance status. These tables are that mapping; the page gets them from the server (dashboard/pages/meta.py,
 `GET /api/meta`) instead of keeping a copy. Plain Python like the rest of the engine.
 """
 

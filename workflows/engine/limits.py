@@ -39,7 +39,7 @@ MAX_SUBWORKFLOW_DEPTH = 10          # a subworkflow node's max_depth (levels of 
 MAX_NODES = 1_000
 MAX_EDGES = 5_000
 
-# An operator's grants on a review decision (workflows/review.py, the decision form).
+# An operator's grants on a review decision (workflows/operators/review.py, the decision form).
 MAX_GRANT_TRANSITIONS = MAX_TRANSITIONS
 MAX_GRANT_BUDGET_USD = Decimal(MAX_BUDGET_USD)
 MAX_GRANT_TOKENS = MAX_BUDGET_TOKENS

@@ -1,7 +1,7 @@
 """The llm node's response cache, as the engine sees it: the key, the interface, the hit's result.
 
 Opt-in per node (`"cache": {"ttl_s": ...}`): a node without it never touches the cache. The storage
-lives outside the engine (workflows/llm_cache.py keeps it in a database table shared by every worker
+lives outside the engine (workflows/adapters/llm_cache.py keeps it in a database table shared by every worker
 and surviving restarts) and is handed to the node on its StepCall, as the circuit breaker is.
 
 The key is a SHA-256 of everything that shapes the reply: the provider (and its endpoint), the model,

@@ -3,7 +3,7 @@
 An llm node with `stream: true` asks its provider for server-sent events (`stream: true`, the
 OpenAI chat-completions chunk format) and hands the text received so far to `StepCall.on_partial`
 after each chunk; the scripted provider sends its text in `chunk_chars` pieces, `chunk_delay_s`
-apart. What `on_partial` does with it (publish, throttled, to the live view; workflows/live_partial.py)
+apart. What `on_partial` does with it (publish, throttled, to the live view; workflows/live/partial.py)
 is the worker's business: the engine only calls it, and nothing streamed is ever recorded: the step's
 output is the whole reply, committed as always.
 

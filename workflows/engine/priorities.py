@@ -4,7 +4,7 @@ critical path that orders the ready branches of one instance.
 A step runs at its node's priority when the node sets one, else at its instance's. Each priority of a
 kind has its own RQ queue (`default:high`, `default`, `default:low`); workers take from them in
 that order, and every FAIR_EVERY-th dequeue from the lowest non-empty one first, so low work waits
-behind a bounded number of others and is never starved (workflows/workers.py).
+behind a bounded number of others and is never starved (workflows/workers/sync.py).
 """
 
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""A node's pinned sample: test data the editor's Test panel runs the node with (workflows/node_trial.py).
+"""A node's pinned sample: test data the editor's Test panel runs the node with (workflows/authoring/node_trial.py).
 
 Stored in the graph under the node (`"sample": {"context": {...}, "input": {...}, "steps": {...},
 "pinned_response": {...}}`), validated and bounded here, and ignored when an instance runs.

@@ -9,7 +9,7 @@ whatever comes back (a response body, a provider's error text) is scrubbed of th
 is stored (`scrub`). A placeholder that arrives through data (an input value that looks like one)
 cannot name a value: the nonce is fresh per attempt and never leaves the process.
 
-Plain Python: the Django side (workflows/credentials.py) looks the values up and builds the scope.
+Plain Python: the Django side (workflows/credentials/store.py) looks the values up and builds the scope.
 """
 
 from __future__ import annotations

@@ -42,7 +42,7 @@ INSTANCE_TRANSITIONS: dict[str, frozenset[str]] = {
     _I.WAITING: frozenset({_I.RUNNING, _I.COMPLETED, _I.FAILED, _I.HALTED, _I.CANCELLED}),
     _I.HALTED: frozenset({_I.RUNNING, _I.WAITING, _I.COMPENSATING, _I.FAILED, _I.CANCELLED}),
     # -> running from a stopped status: only an operator's "retry the failed step" or "rerun from a
-    # node" (workflows/operations.py); the engine itself never reopens an instance.
+    # node" (workflows/operators/operations.py); the engine itself never reopens an instance.
     _I.FAILED: frozenset({_I.COMPENSATING, _I.RUNNING}),
     _I.COMPENSATING: frozenset({_I.COMPENSATED, _I.HALTED, _I.FAILED}),
     # -> compensating: a sub-workflow whose parent compensates (workflows/runtime/subflows.py).

@@ -8,7 +8,7 @@ from typing import Any
 
 GRAPHS_DIR = Path(__file__).parent / "graphs"
 # The origin the examples' declared input defaults point at (the demo endpoints of `make run`'s server,
-# dashboard/demo.py). load_examples swaps in STEADYFLOW_DEMO_BASE_URL, which `make run` sets to the
+# dashboard/api/demo.py). load_examples swaps in STEADYFLOW_DEMO_BASE_URL, which `make run` sets to the
 # port it actually took.
 DEMO_ORIGIN = "http://127.0.0.1:8000"
 

@@ -1,4 +1,4 @@
-"""The credentials store (workflows/credentials.py); designers manage credentials."""
+"""The credentials store (workflows/credentials/store.py); designers manage credentials."""
 
 import django.db.models.deletion
 import django.utils.timezone

@@ -84,7 +84,7 @@ def finish_groups_reconnecting(groups: list[tuple[list[Claim], list[Outcome]]], 
 
 def run_claimed(claim: Claim) -> Outcome:
     """Run a synchronous handler under its timeout, its lease kept alive by the process's keeper."""
-    from workflows.timeouts import time_limit
+    from workflows.runtime.timeouts import time_limit
 
     current_step.set(claim)  # log lines from here on name the step (until the next one or the job's end)
     try:

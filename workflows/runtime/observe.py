@@ -6,9 +6,9 @@ Two things are observable, both without extra queries or round trips:
   The unit says everything a metric or a span needs: the steps that left `running` (node, queue,
   attempt, started/finished times, usage), halts, instances reaching a final status.
 - `current_step`: the step a worker is running in this thread or task, set once per step; log
-  records read it only when something is actually logged (workflows/logging_setup.py).
+  records read it only when something is actually logged (workflows/observability/logging_setup.py).
 
-Observers are registered by the Django app (workflows/observability.py); with none registered the
+Observers are registered by the Django app (workflows/observability/setup.py); with none registered the
 cost per commit is one truth test of a list.
 """
 
@@ -38,7 +38,7 @@ current_step: ContextVar[Claim | None] = ContextVar("steadyflow_current_step", d
 
 def step_fields(claim: Claim) -> dict[str, Any]:
     """What a log line names of a step: its trace, instance, node, visit, attempt and worker. The
-    running step's by default (workflows/logging_setup.py); a line about another step (a batch's
+    running step's by default (workflows/observability/logging_setup.py); a line about another step (a batch's
     discarded outcome) passes that step's as `extra`, which wins."""
     step = claim.step
     return {"trace_id": trace_parts(claim.instance.trace_id)[0], "instance": claim.instance.pk,

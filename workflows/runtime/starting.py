@@ -120,7 +120,7 @@ def _create(version: WorkflowVersion, items: list[tuple[dict[str, Any], str | No
             input=start_input, context=dict(start_input),
             state={"visits": {}, "joins": {}, "budget_tokens": graph.settings.budget_tokens,
                    **({"depth": parent.depth} if parent is not None else {}),
-                   # The caller's span: the parent of the instance's span (workflows/tracing.py).
+                   # The caller's span: the parent of the instance's span (workflows/observability/tracing.py).
                    **({CALLER_SPAN: caller[1]} if caller is not None else {})},
             trace_id=instance_traceparent(caller[0] if caller is not None else None),
             max_transitions=activations.max_transitions(graph, conf("DEFAULT_MAX_TRANSITIONS")),

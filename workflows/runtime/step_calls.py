@@ -10,8 +10,8 @@ from datetime import datetime
 
 from django.utils import timezone
 
-from workflows import credentials
 from workflows import store as stores
+from workflows.credentials import store as credentials
 from workflows.engine import expressions
 from workflows.engine.errors import ExpressionError, PermanentStepError
 from workflows.engine.nodes import StepCall
@@ -33,7 +33,7 @@ def build_call(claim: Claim, now: datetime | None = None, offload: Executor | No
         names.update(tool_calls.call_names(claim.step))
     raw = node.config
     # `{{ secrets.NAME }}` become this attempt's placeholders before rendering: the renderer never
-    # sees a value, and the config the step records holds none (workflows/credentials.py).
+    # sees a value, and the config the step records holds none (workflows/credentials/store.py).
     scope, account = credentials.for_node(node, kind.raw_config_keys)
     try:
         config = {key: (value if key in kind.raw_config_keys
@@ -51,13 +51,13 @@ def build_call(claim: Claim, now: datetime | None = None, offload: Executor | No
         call_index = earlier + claim.step.attempt - 1 + len(rounds)
     gate = None
     if node.type == "llm":
-        from workflows.breakers import DatabaseBreaker, provider_key
+        from workflows.adapters.breakers import DatabaseBreaker, provider_key
 
         gate = DatabaseBreaker(provider_key(config, account))
     response_cache = None
     if node.type == "llm" and raw.get("cache"):
         # Only a node that opts in gets one: the others never query the cache table.
-        from workflows.llm_cache import DatabaseCache
+        from workflows.adapters.llm_cache import DatabaseCache
 
         response_cache = DatabaseCache(inst.definition_id, node.id, claim.step.pk, inst.pk)
     call = StepCall(

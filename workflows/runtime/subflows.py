@@ -30,8 +30,8 @@ from django.db.models import Max
 from django.utils import timezone
 from django.utils.text import slugify
 
-from workflows import plans
 from workflows import store as stores
+from workflows.authoring import plans
 from workflows.engine.errors import ExpressionError, PayloadTooLarge, PermanentStepError, StepError
 from workflows.engine.inputs import InputInvalid
 from workflows.engine.nodes import get_kind, known_kinds
@@ -157,7 +157,7 @@ class StepSubflows:
                             usage=dict(usage) if isinstance(usage, dict) else {})
 
     def record_plan(self, graph: dict[str, Any], usage: dict[str, Any], objective: str) -> RecordedPlan:
-        from workflows.credentials import validate
+        from workflows.credentials.store import validate
 
         # Its max_transitions is the parent's bound (engine/nodes/planner.py `bounded`): not refused
         # for being below the plan's shortest run; the child halts into review when it runs out.

@@ -250,12 +250,12 @@ class OrmStore:
             self.on_commit(lambda: observe.committed(unit))
         jobs = unit.jobs()
         if jobs:
-            from workflows import dispatch
+            from workflows.workers import dispatch
 
             self.on_commit(lambda: dispatch.enqueue_steps(jobs, batch=True))
         announced = self.announced(unit)
         if announced is not None:
-            from workflows import live
+            from workflows.live import notices as live
 
             self.on_commit(lambda: live.publish_commit(*announced))
         notifications.after_commit_notices(unit, self.on_commit)
@@ -273,7 +273,8 @@ class OrmStore:
 
     def after_commit_many(self, units: list[UnitOfWork]) -> None:
         """The effects of several units: all their jobs in one enqueue (no batching across instances)."""
-        from workflows import dispatch, live
+        from workflows.live import notices as live
+        from workflows.workers import dispatch
 
         jobs = [job for unit in units for job in unit.jobs()]
         announced = [a for a in (self.announced(unit) for unit in units) if a is not None]

@@ -142,7 +142,7 @@ class SqlStore(OrmStore):
     def publish_started_many(self, instance: WorkflowInstance, steps: list[StepRun], now: datetime) -> None:
         """Tell the live view about the step_started events a one-statement claim wrote (numbered in
         step id order, ending at the instance's event seq)."""
-        from workflows import live
+        from workflows.live import notices as live
 
         live.publish_commit(instance.pk, instance.event_seq - len(steps) + 1, instance.event_seq)
 

@@ -2,14 +2,14 @@
 
 Every request the endpoint refuses before a signature has authenticated it (unknown hook, bad, missing or
 expired signature, oversized body, wrong method) counts one for its client address and, when the hook
-exists, one for the hook, in fixed windows in Redis (workflows/ratelimit.py). While either count is at its
+exists, one for the hook, in fixed windows in Redis (workflows/adapters/ratelimit.py). While either count is at its
 limit the endpoint answers 429 with Retry-After at once: no database lookup, no HMAC. Accepted deliveries
 count nothing, and a sender's own mistakes after a valid signature (bad JSON, a disabled hook) are its
 rejections log's business, not the limit's. The per-hook limit (higher) bounds what many addresses
 together can make the endpoint do; the price is that a flood at one hook delays its real deliveries
 (senders retry on 429) until the window ends.
 
-The client address is REMOTE_ADDR, as for login throttling (dashboard/login_throttle.py): behind a proxy,
+The client address is REMOTE_ADDR, as for login throttling (dashboard/security/login_throttle.py): behind a proxy,
 run daphne with --proxy-headers so it is the client's. X-Forwarded-For is never read here.
 """
 
@@ -19,7 +19,7 @@ import logging
 
 from django.conf import settings
 
-from workflows import ratelimit
+from workflows.adapters import ratelimit
 
 log = logging.getLogger("steadyflow.triggers")
 

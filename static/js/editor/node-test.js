@@ -1,5 +1,5 @@
 /* The node inspector's "Test node" section: run the selected node alone on sample data (the editor's
- * unsaved graph, POST /api/workflows/<slug>/nodes/<id>/test; workflows/node_trial.py) and show its
+ * unsaved graph, POST /api/workflows/<slug>/nodes/<id>/test; workflows/authoring/node_trial.py) and show its
  * rendered config (secrets stay `{{ secrets.NAME }}`), output, context updates, which outgoing edges
  * fire, or its error. Nothing is stored on the server. "Pin sample" keeps the sample (and an llm
  * node's pinned response) in the graph under the node (`sample`), saved with the next version. */

@@ -1,5 +1,5 @@
 /* What the server knows and the scripts need: statuses, event kinds and the event -> state tables,
- * status colours, the compensation prefix (dashboard/meta.py). base.html renders it in a `json_script`
+ * status colours, the compensation prefix (dashboard/pages/meta.py). base.html renders it in a `json_script`
  * block named `sf-meta`; GET /api/meta serves the same document. */
 
 import { jsonScript } from "./dom.js";

@@ -1,6 +1,6 @@
 /* The instance's header and what an operator can do: the status badge, the figures (loops, tokens,
  * cost, error), cancel and retry, and the decision panel of an open review item, halt or human task
- * (review/panel.js, the same as the review page's; workflows/review.py decides).
+ * (review/panel.js, the same as the review page's; workflows/operators/review.py decides).
  *
  * The badge shows the server's status while the page stands at the event the server had written last
  * when it answered (GET /api/instances/<id>: `event_seq`; every batch of events asks again): the events

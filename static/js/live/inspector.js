@@ -127,7 +127,7 @@ export function createInspector(page) {
     return d;
   }
 
-  // A subworkflow step's child instance (server-provided: dashboard/instance_api.py child_links),
+  // A subworkflow step's child instance (server-provided: dashboard/api/instance_api.py child_links),
   // with the review items that halt it.
   // A planner's child runs its plan: `plan_url` opens the recorded plan in the editor (read-only).
   function childLink(child) {

@@ -6,7 +6,7 @@
  *   explain(reason, whyOrDetails)                                         // [{label, text, path}]
  *
  * No DOM: panel.js renders a spec with lib/dom.js, the unit tests (tests/js/decision-form.test.mjs)
- * call these directly. The server validates every decision again (workflows/review.py decide): the
+ * call these directly. The server validates every decision again (workflows/operators/review.py decide): the
  * checks here only say what is wrong before a round trip.
  */
 
@@ -216,7 +216,7 @@ export function money(v) {
 }
 
 /** What explains an item, as [{label, text}] rows (a loop's also `path`): from the server's `why`
- * (dashboard/review_facts.py) or, for an item opened while the page was open, the halt's details. */
+ * (dashboard/pages/review_facts.py) or, for an item opened while the page was open, the halt's details. */
 export function explain(reason, why) {
   const w = why || {};
   const rows = [];

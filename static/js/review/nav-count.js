@@ -1,5 +1,5 @@
 /* The navigation's inbox badge: the number of open review items, from GET /api/reviews, refreshed
- * when the dashboard socket reports committed changes (dashboard/live_relay.py coalesces them to at
+ * when the dashboard socket reports committed changes (dashboard/live/relay.py coalesces them to at
  * most two messages a second) and polled only while that socket is down. */
 
 import { byId } from "../lib/dom.js";

@@ -4,7 +4,7 @@ from typing import Any
 
 from django.core.management.base import BaseCommand, CommandError
 
-from workflows import llm_cache
+from workflows.adapters import llm_cache
 from workflows.models import WorkflowDefinition
 
 

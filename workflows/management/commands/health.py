@@ -3,8 +3,8 @@
 `--role web|worker|scheduler` checks what a container of that kind needs (compose's health checks);
 the default, `all`, checks the whole deployment: database, Redis, migrations, a live worker for every
 queue, the scheduler's heartbeat, the queues' oldest job, and instances without progress for longer
-than --threshold seconds (workflows/stuck.py). The checks live in workflows/health.py, shared with
-`/healthz`.
+than --threshold seconds (workflows/scheduler/stuck.py). The checks live in
+workflows/operators/health.py, shared with `/healthz`.
 """
 
 from __future__ import annotations
@@ -17,7 +17,7 @@ from typing import Any
 from django.conf import settings
 from django.core.management.base import BaseCommand
 
-from workflows.health import CHECK_NAMES, QUEUES, ROLES, Report, run_checks
+from workflows.operators.health import CHECK_NAMES, QUEUES, ROLES, Report, run_checks
 
 LIST_LIMIT = 100
 

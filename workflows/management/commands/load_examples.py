@@ -5,7 +5,7 @@ from typing import Any
 from django.conf import settings
 from django.core.management.base import BaseCommand
 
-from workflows.definitions import save_document
+from workflows.authoring.definitions import save_document
 from workflows.examples import example_files, load_example
 
 

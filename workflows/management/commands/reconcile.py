@@ -8,8 +8,8 @@ from typing import Any
 from django.core.management.base import BaseCommand, CommandError
 from django.db import DatabaseError
 
-from workflows import reconciler
-from workflows.redis_outage import REDIS_ERRORS
+from workflows.scheduler import reconciler
+from workflows.workers.redis_outage import REDIS_ERRORS
 
 
 class Command(BaseCommand):

@@ -6,7 +6,7 @@ from typing import Any
 from django.core.management.base import BaseCommand, CommandError
 
 from workflows.models import WorkflowInstance
-from workflows.recovery import latest_valid_checkpoint, restore_instance
+from workflows.scheduler.recovery import latest_valid_checkpoint, restore_instance
 
 
 class Command(BaseCommand):

@@ -4,7 +4,7 @@ from typing import Any
 
 from django.core.management.base import BaseCommand
 
-from workflows.credentials import rotate
+from workflows.credentials.store import rotate
 
 
 class Command(BaseCommand):

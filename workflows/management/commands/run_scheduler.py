@@ -11,10 +11,10 @@ from django.core.management.base import BaseCommand
 from django.db import close_old_connections
 from django.utils import timezone
 
-from workflows import reconciler
-from workflows.health import scheduler_beat
-from workflows.redis_outage import REDIS_ERRORS, Backoff, Outage, pause
+from workflows.operators.health import scheduler_beat
+from workflows.scheduler import reconciler
 from workflows.triggers import tick as triggers
+from workflows.workers.redis_outage import REDIS_ERRORS, Backoff, Outage, pause
 
 log = logging.getLogger("steadyflow.scheduler")
 

@@ -8,7 +8,7 @@ from django.core.management.base import BaseCommand, CommandError
 from rq.worker import BaseWorker
 
 from workflows.engine.priorities import queue_names
-from workflows.workers import ForkingStepWorker, StepWorker, make_worker
+from workflows.workers.sync import ForkingStepWorker, StepWorker, make_worker
 
 QUEUES = ("ai", "io", "default")
 log = logging.getLogger("steadyflow.worker")
@@ -33,7 +33,7 @@ class Command(BaseCommand):
         if "ai" in queues and not options["sync"]:
             if len(queues) > 1:
                 raise CommandError("the ai queue runs in its own consumer: start it separately")
-            from workflows.aiworker import run_ai_worker
+            from workflows.workers.aiworker import run_ai_worker
 
             try:
                 run_ai_worker(burst=options["burst"], name=options["name"],
@@ -45,7 +45,7 @@ class Command(BaseCommand):
         # Each kind's queues, one per priority (engine/priorities.py): the worker orders them.
         rq_queues = [django_rq.get_queue(name) for kind in queues for name in queue_names(kind)]
         try:
-            # Both wait for Redis while it is down, at start and later (workflows/redis_outage.py).
+            # Both wait for Redis while it is down, at start and later (workflows/workers/redis_outage.py).
             worker = make_worker(worker_class, rq_queues, name=options["name"])
             log.info("worker %s started on %s", worker.name, ", ".join(queues), extra={"queues": ",".join(queues)})
             worker.work(burst=options["burst"], with_scheduler=False, logging_level="WARNING")

@@ -9,13 +9,13 @@ from typing import Any
 from django.core.management.base import BaseCommand, CommandError
 
 from workflows import runtime
-from workflows.api_shapes import run_summary
-from workflows.definitions import save_document
+from workflows.authoring.definitions import save_document
 from workflows.engine.errors import ExpressionError, GraphInvalid, PayloadTooLarge
 from workflows.engine.inputs import InputInvalid
 from workflows.engine.priorities import NORMAL, PRIORITIES
 from workflows.engine.statuses import InstanceStatus
 from workflows.models import WorkflowDefinition
+from workflows.operators.api_shapes import run_summary
 
 # Statuses after which waiting longer shows nothing new without a person acting.
 SETTLED = {InstanceStatus.COMPLETED, InstanceStatus.FAILED, InstanceStatus.CANCELLED, InstanceStatus.HALTED,
@@ -68,7 +68,7 @@ class Command(BaseCommand):
             if instance.status in SETTLED:
                 break
             if options["burst"]:
-                from workflows.inprocess import drain
+                from workflows.scheduler.inprocess import drain
 
                 drain()
             else:

@@ -5,8 +5,8 @@ from typing import Any
 
 from django.core.management.base import BaseCommand, CommandError
 
-from workflows.credentials import validate as validate_graph
-from workflows.definitions import split_document
+from workflows.authoring.definitions import split_document
+from workflows.credentials.store import validate as validate_graph
 
 
 class Command(BaseCommand):

@@ -1,0 +1,143 @@
+"""Triggers on the web: the public, signature-authenticated webhook endpoint, and the workflow's
+triggers page (webhooks, schedules, rejected deliveries) where designers manage them."""
+
+from __future__ import annotations
+
+import logging
+from datetime import datetime
+from typing import Any
+
+from django.conf import settings
+from django.contrib import messages
+from django.core.exceptions import PermissionDenied, RequestDataTooBig
+from django.http import HttpRequest, HttpResponse, JsonResponse
+from django.shortcuts import get_object_or_404, redirect, render
+from django.utils import timezone
+from django.views.decorators.csrf import csrf_exempt
+
+from dashboard.security import permissions
+from dashboard.security.login_throttle import client_address
+from dashboard.security.permissions import authorize
+from workflows.engine import strict_json
+from workflows.engine.priorities import NORMAL, PRIORITIES, parse_priority
+from workflows.models import WorkflowDefinition
+from workflows.triggers import manage, mapping, schedules, signing, throttle, webhooks
+from workflows.triggers.models import CatchUp, Schedule, ScheduleFire, Webhook, WebhookRejection
+
+SECRET_SESSION_KEY = "steadyflow_new_webhook_secret"
+log = logging.getLogger("steadyflow.triggers")
+
+
+@csrf_exempt  # the only CSRF-exempt view: no cookies are used, the HMAC signature authenticates
+def webhook_receive(request: HttpRequest, slug: str, hook_id: str) -> JsonResponse:
+    """A delivery. An address or hook over its limit of rejected requests (workflows/triggers/throttle.py)
+    is answered 429 before anything else: no body read, no lookup, no HMAC."""
+    address, now = client_address(request), timezone.now()
+    refused = throttle.refusal(address, hook_id, now.timestamp())
+    if refused is not None:
+        wait, message = refused
+        response = JsonResponse({"message": message}, status=429)
+        response["Retry-After"] = str(wait)
+        return response
+    outcome = _receive(request, slug, hook_id, now)
+    if not outcome.signed:
+        # 404 is no hook's: counted for the address only, so nobody can lock a hook by guessing wrong.
+        throttle.count(address, hook_id if outcome.status != 404 else None, now.timestamp())
+    return JsonResponse(outcome.body, status=outcome.status)
+
+
+def _receive(request: HttpRequest, slug: str, hook_id: str, now: datetime) -> webhooks.Outcome:
+    if request.method != "POST":
+        return _refused(405, f"method {request.method} not allowed (use POST)", hook_id, request)
+    limit = settings.STEADYFLOW["WEBHOOK_MAX_BODY_BYTES"]
+    too_large = f"the request body is too large ({limit} bytes at most)"
+    try:
+        if int(request.META.get("CONTENT_LENGTH") or 0) > limit:
+            return _refused(413, too_large, hook_id, request)
+        body = request.body
+    except (RequestDataTooBig, ValueError):
+        return _refused(413, too_large, hook_id, request)
+    if len(body) > limit:
+        return _refused(413, too_large, hook_id, request)
+    headers = {name.lower(): value for name, value in request.headers.items()}
+    outcome = webhooks.receive(slug, hook_id, body, headers, now)
+    if outcome.status == 404:
+        log.info("webhook request refused", extra={"hook": hook_id[:64], "status": 404,
+                                                   "client": client_address(request)})
+    return outcome
+
+
+def _refused(status: int, message: str, hook_id: str, request: HttpRequest) -> webhooks.Outcome:
+    """A request refused before the hook is looked up (no WebhookRejection row: that is per hook)."""
+    log.info("webhook request refused", extra={"hook": hook_id[:64], "status": status,
+                                               "client": client_address(request)})
+    return webhooks.Outcome(status, {"message": message}, signed=False)
+
+
+@authorize(permissions.VIEW_GRAPHS)
+def workflow_triggers(request: HttpRequest, slug: str) -> HttpResponse:
+    definition = get_object_or_404(WorkflowDefinition, slug=slug)
+    if request.method == "POST":
+        refused = permissions.refusal(request.user, permissions.CHANGE_WORKFLOW)
+        if refused is not None:
+            raise PermissionDenied(refused)
+        try:
+            _change(request, definition)
+        except (schedules.ScheduleInvalid, mapping.MappingError, strict_json.JSONRejected, ValueError) as exc:
+            messages.error(request, str(exc))
+        return redirect("workflow-triggers", slug=slug)
+    now = timezone.now()
+    hooks = list(definition.webhooks.all())
+    rows = [{"schedule": s, "next": schedules.next_times(s.cron, s.timezone, now) if s.enabled else []}
+            for s in definition.schedules.all()]
+    return render(request, "dashboard/triggers.html", {
+        "definition": definition, "webhooks": hooks, "schedules": rows,
+        "rejections": WebhookRejection.objects.filter(webhook__definition=definition).select_related("webhook")[:50],
+        "fires": ScheduleFire.objects.filter(schedule__definition=definition)[:20],
+        "new_secret": request.session.pop(SECRET_SESSION_KEY, None),
+        "can_change": request.user.has_perm(permissions.CHANGE_WORKFLOW),
+        "catch_up_choices": CatchUp.values, "priorities": PRIORITIES, "signature_header": signing.HEADER,
+        "delivery_header": signing.DELIVERY_HEADER,
+        "base_url": settings.STEADYFLOW["BASE_URL"].rstrip("/"),
+    })
+
+
+def _json_field(request: HttpRequest, name: str) -> Any:
+    text = request.POST.get(name, "").strip()
+    return strict_json.loads(text, name) if text else {}
+
+
+def _change(request: HttpRequest, definition: WorkflowDefinition) -> None:
+    action = request.POST.get("action", "")
+    now = timezone.now()
+    pk = request.POST.get("id", "")
+    if action == "add_webhook":
+        priority = parse_priority(request.POST.get("priority") or None, "the webhook's priority")
+        hook = manage.create_webhook(definition, request.POST.get("name", ""), _json_field(request, "input_mapping"),
+                                     now, priority=priority)
+        # Shown once, on the next page view (kept server-side in the session, not in a cookie).
+        request.session[SECRET_SESSION_KEY] = {"hook": hook.hook_id, "secret": hook.secret}
+        messages.success(request, f"webhook {hook.hook_id} created: copy its secret now, it is not shown again")
+    elif action in ("enable_webhook", "disable_webhook", "rotate_webhook", "delete_webhook"):
+        hook = get_object_or_404(Webhook, definition=definition, pk=pk)
+        if action == "delete_webhook":
+            hook.delete()
+        elif action == "rotate_webhook":
+            request.session[SECRET_SESSION_KEY] = {"hook": hook.hook_id, "secret": manage.rotate_secret(hook, now)}
+            messages.success(request, f"webhook {hook.hook_id}: new secret (the old one works for 24 hours)")
+        else:
+            manage.set_enabled(hook, action == "enable_webhook")
+    elif action == "add_schedule":
+        schedules.create(definition, request.POST.get("cron", "").strip(),
+                         request.POST.get("timezone", "UTC").strip() or "UTC",
+                         catch_up=request.POST.get("catch_up", CatchUp.SKIP), start_input=_json_field(request, "input"),
+                         now=now, priority=request.POST.get("priority") or NORMAL)
+        messages.success(request, "schedule added")
+    elif action in ("enable_schedule", "disable_schedule", "delete_schedule"):
+        schedule = get_object_or_404(Schedule, definition=definition, pk=pk)
+        if action == "delete_schedule":
+            schedule.delete()
+        else:
+            schedules.set_enabled(schedule, action == "enable_schedule", now)
+    else:
+        raise ValueError(f"unknown action {action!r}")

@@ -1,0 +1,151 @@
+"""The credentials store: values encrypted at rest, looked up by name for one step attempt at a time.
+
+Encryption is workflows/credentials/crypto.py's: Fernet (AES-128-CBC + HMAC-SHA256, from
+`cryptography`) under MultiFernet: the keys come from STEADYFLOW_CREDENTIALS_KEY (comma-separated; the
+first encrypts, every one decrypts), so a key is rotated by putting a new one first, running
+`manage.py rotate_credentials`, then dropping the old one. With DEBUG (make run) and no key, one is
+derived from SECRET_KEY (dashboard/settings.py).
+
+Nothing here returns a value to a page, the API or a log: values leave this module only inside a
+SecretScope or a ProviderAccount handed to the node that sends them (engine/secrets.py).
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from collections.abc import Mapping
+from typing import Any
+
+from workflows.credentials.crypto import decrypt, fernet
+from workflows.credentials.crypto import encrypt as encrypt  # re-exported: callers written before the split
+from workflows.engine import secrets as engine_secrets
+from workflows.engine.errors import ConfigError, GraphIssue
+from workflows.engine.graph import Node
+from workflows.engine.nodes import known_kinds
+from workflows.engine.validation import validate_graph
+from workflows.models import Credential, CredentialKind
+
+MAX_MODELS = 100
+MODEL_NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._:/@+-]{0,99}$")
+MAX_VALUE_CHARS = 10_000
+
+
+class CredentialError(ValueError):
+    """A credential that cannot be saved as given (the message names the field)."""
+
+
+def rotate() -> int:
+    """Re-encrypt every credential, and every other secret encrypted at rest (webhook and notification
+    channel secrets, EncryptedTextField), under the first key; returns how many rows."""
+    from workflows.triggers.models import NotificationChannel, Webhook
+
+    count = 0
+    for credential in Credential.objects.all():
+        credential.encrypted_value = fernet().rotate(credential.encrypted_value.encode()).decode()
+        credential.save(update_fields=["encrypted_value"])
+        count += 1
+    # Loading decrypts with any key; saving encrypts with the first.
+    for hook in Webhook.objects.all():
+        hook.save(update_fields=["secret", "previous_secret"])
+        count += 1
+    for channel in NotificationChannel.objects.all():
+        channel.save(update_fields=["secret"])
+        count += 1
+    return count
+
+
+# --- Saving -------------------------------------------------------------------------------------
+
+def clean_fields(name: str, kind: str, base_url: str, models: Any) -> list[str]:
+    """Check what a designer typed (not the value); raises CredentialError naming the field."""
+    if not engine_secrets.NAME.match(name or ""):
+        raise CredentialError("name: letters, digits, _ and -, starting with a letter or _, at most 64 characters")
+    if kind not in CredentialKind.values:
+        raise CredentialError(f"kind: one of {', '.join(CredentialKind.values)}")
+    if kind != CredentialKind.LLM_PROVIDER:
+        return []
+    if not re.match(r"^https?://[^\s]+$", base_url or ""):
+        raise CredentialError("base_url: an http(s) URL, e.g. https://api.openai.com/v1")
+    if isinstance(models, str):
+        models = [m.strip() for m in re.split(r"[,\s]+", models) if m.strip()]
+    if not isinstance(models, list) or len(models) > MAX_MODELS or not all(
+            isinstance(m, str) and MODEL_NAME.match(m) for m in models):
+        raise CredentialError(f"models: at most {MAX_MODELS} plain model names (letters, digits, ._:/@+-), "
+                              "each at most 100 characters")
+    return list(dict.fromkeys(models))
+
+
+def check_value(value: str) -> str:
+    if not isinstance(value, str) or not value or len(value) > MAX_VALUE_CHARS or "\x00" in value:
+        raise CredentialError(f"value: 1 to {MAX_VALUE_CHARS} characters, no NUL")
+    return value
+
+
+# --- Graphs -------------------------------------------------------------------------------------
+
+def known() -> dict[str, str]:
+    """Every credential's name and kind (never a value)."""
+    return dict(Credential.objects.values_list("name", "kind"))
+
+
+def _raw_keys() -> dict[str, frozenset[str]]:
+    return {name: kind.raw_config_keys for name, kind in known_kinds().items()}
+
+
+def validate(graph: Any, *, imposed_limit: bool = False) -> list[GraphIssue]:
+    """The graph's validation (engine/validation.py; `imposed_limit` as there) plus its use of
+    credentials: every name a reference or an llm node's `credential` gives must exist, with the right
+    kind; conditions may not read secrets; a literal model must be one the provider credential allows."""
+    if not isinstance(graph, Mapping):
+        return validate_graph(graph, imposed_limit=imposed_limit)
+    # The expression checks never see a reference: the renderer never does either (engine/secrets.py).
+    issues = validate_graph(engine_secrets.without_references(graph), imposed_limit=imposed_limit)
+    # Only a graph that can name a credential reads the table: validating a plain file (validate_workflow)
+    # needs no database.
+    text = json.dumps(graph, default=str)
+    credentials = known() if "secrets" in text or "credential" in text else {}
+    issues += engine_secrets.check_graph(graph, credentials, _raw_keys())
+    for node in graph.get("nodes") or []:
+        if not isinstance(node, Mapping) or node.get("type") != "llm" or not isinstance(node.get("config"), Mapping):
+            continue
+        name = node["config"].get("credential")
+        if isinstance(name, str) and credentials.get(name) == CredentialKind.LLM_PROVIDER:
+            row = Credential.objects.get(name=name)
+            shape = engine_secrets.ProviderAccount(name=name, base_url=row.base_url, api_key="",
+                                                   models=tuple(row.allowed_models or ()))
+            issues += engine_secrets.check_model(str(node.get("id")), node["config"], shape)
+    return issues
+
+
+# --- Steps --------------------------------------------------------------------------------------
+
+def for_node(node: Node, raw_keys: frozenset[str]) -> tuple[engine_secrets.SecretScope | None,
+                                                              engine_secrets.ProviderAccount | None]:
+    """The secrets one attempt of `node` may send, and its LLM provider credential. Queries the
+    database only when the node references a credential."""
+    config = node.config
+    names = engine_secrets.references({k: v for k, v in config.items() if k not in raw_keys})
+    # The nodes that call an LLM provider themselves: llm, and planner (engine/nodes/planner.py).
+    provider_name = config.get("credential") if node.type in ("llm", "planner") else None
+    if not names and not provider_name:
+        return None, None
+    rows = {row.name: row for row in Credential.objects.filter(name__in=[*names, *([provider_name] if provider_name
+                                                                                   else [])])}
+    values: dict[str, str] = {}
+    for name in sorted(names):
+        row = rows.get(name)
+        if row is None or row.kind != CredentialKind.SECRET:
+            # Deleted (or replaced by a provider) since the graph was saved.
+            raise ConfigError(f"node '{node.id}': credential '{name}' does not exist (any more)")
+        values[name] = decrypt(row.encrypted_value)
+    provider: engine_secrets.ProviderAccount | None = None
+    if provider_name:
+        row = rows.get(str(provider_name))
+        if row is None or row.kind != CredentialKind.LLM_PROVIDER:
+            raise ConfigError(f"node '{node.id}': LLM provider credential '{provider_name}' does not exist (any more)")
+        provider = engine_secrets.ProviderAccount(name=row.name, base_url=row.base_url,
+                                                  api_key=decrypt(row.encrypted_value),
+                                                  models=tuple(row.allowed_models or ()))
+    scope = engine_secrets.SecretScope(values, scrub_also=(provider.api_key,) if provider else ())
+    return scope, provider
