@@ -5,6 +5,7 @@ parents and attributes, and against the traceparent the http node sent."""
 
 from __future__ import annotations
 
+import json
 import threading
 from collections.abc import Iterator
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
@@ -217,3 +218,52 @@ def test_an_invalid_traceparent_is_ignored(redis_conn, spans, header):
 def test_incoming_trace_accepts_a_future_version_with_more_fields() -> None:
     assert observe.incoming_trace(f"01-{CALLER_TRACE}-{CALLER_SPAN}-01-more") == (CALLER_TRACE, CALLER_SPAN)
     assert observe.incoming_trace(None) is None
+
+
+def run_agent_with_a_tool(slug: str) -> None:
+    tools = [{"name": "lookup", "description": "look it up", "parameters": {"type": "object"},
+              "target": {"type": "python", "function": "tests.echo"}}]
+    script = [
+        {"text": "", "usage": {"prompt_tokens": 11, "completion_tokens": 3},
+         "tool_calls": [{"id": "call-1", "name": "lookup", "args": {"q": "otel"}}]},
+        {"text": "the answer", "usage": {"prompt_tokens": 20, "completion_tokens": 4, "cost_usd": 0.01}}]
+    agent = {"id": "agent", "type": "llm", "config": {
+        "provider": "scripted", "model": "gpt-test", "system": "be brief", "prompt": "what is otel?",
+        "tools": tools, "script": script}}
+    instance = runtime.start_instance(save_version(slug, chain(agent)), {})
+    for _ in range(6):
+        inprocess.drain()
+        instance.refresh_from_db()
+        if instance.status == "completed":
+            break
+    assert instance.status == "completed", instance.error
+
+
+@pytest.mark.django_db(transaction=True)
+def test_llm_and_tool_spans_carry_the_genai_conventions_without_content_by_default(redis_conn, spans, monkeypatch):
+    monkeypatch.delenv("OTEL_INSTRUMENTATION_GENAI_CAPTURE_MESSAGE_CONTENT", raising=False)
+    run_agent_with_a_tool("genai-spans")
+    finished = spans.get_finished_spans()
+    calls = [dict(s.attributes) for s in finished if s.name == "step agent"]
+    assert [(a["gen_ai.operation.name"], a["gen_ai.provider.name"], a["gen_ai.system"], a["gen_ai.request.model"],
+             a["gen_ai.usage.input_tokens"], a["gen_ai.usage.output_tokens"],
+             tuple(a["gen_ai.response.finish_reasons"])) for a in calls] == [
+        ("chat", "scripted", "scripted", "gpt-test", 11, 3, ("tool_calls",)),
+        ("chat", "scripted", "scripted", "gpt-test", 20, 4, ("stop",))]
+    assert all("gen_ai.input.messages" not in a and "gen_ai.output.messages" not in a for a in calls)
+    (tool,) = [s for s in finished if s.name == "step tool:agent:lookup"]
+    assert tool.attributes["steadyflow.node.type"] == "tool"
+    assert (tool.attributes["gen_ai.operation.name"], tool.attributes["gen_ai.tool.name"],
+            tool.attributes["gen_ai.tool.call.id"]) == ("execute_tool", "lookup", "call-1")
+    assert tool.parent is not None
+
+
+@pytest.mark.django_db(transaction=True)
+def test_prompts_and_completions_go_on_spans_only_when_the_setting_allows(redis_conn, spans, monkeypatch):
+    monkeypatch.setenv("OTEL_INSTRUMENTATION_GENAI_CAPTURE_MESSAGE_CONTENT", "true")
+    run_agent_with_a_tool("genai-content")
+    last = [dict(s.attributes) for s in spans.get_finished_spans() if s.name == "step agent"][-1]
+    assert json.loads(last["gen_ai.input.messages"]) == [
+        {"role": "system", "parts": [{"type": "text", "content": "be brief"}]},
+        {"role": "user", "parts": [{"type": "text", "content": "what is otel?"}]}]
+    assert json.loads(last["gen_ai.output.messages"])[0]["parts"][0]["content"] == "the answer"

@@ -49,22 +49,30 @@ async def close_sessions() -> None:
 async def chat_completion(*, base_url: str, api_key: str, payload: dict[str, Any], timeout_s: float, limit: int,
                           policy: outbound.Policy, traceparent: str | None = None, stream: bool = False,
                           on_chunk: Callable[[bytes], None] | None = None) -> outbound.Reply:
-    """POST a chat-completions request through the guarded client and map what can go wrong to step
-    errors (the one place for both the plain and the streamed call): 429/5xx and transport failures
-    are provider-side (counted by the breaker), other 4xx permanent; the key never reaches a message.
-    `policy` says where the base URL may point: trusted for the operator's STEADYFLOW_LLM_BASE_URL (a
-    local model server is fine), untrusted for anything users can type."""
-    headers = {"Content-Type": "application/json"}
+    """POST an OpenAI chat-completions request (provider_post says where it may go and what its
+    errors are)."""
+    headers = {"Authorization": f"Bearer {api_key}"} if api_key else {}
+    return await provider_post(base_url.rstrip("/") + "/chat/completions", payload=payload, headers=headers,
+                               secret=api_key, pool=base_url, timeout_s=timeout_s, limit=limit, policy=policy,
+                               traceparent=traceparent, stream=stream, on_chunk=on_chunk)
+
+
+async def provider_post(url: str, *, payload: dict[str, Any], headers: Mapping[str, str], secret: str, pool: str,
+                        timeout_s: float, limit: int, policy: outbound.Policy, traceparent: str | None = None,
+                        stream: bool = False, on_chunk: Callable[[bytes], None] | None = None) -> outbound.Reply:
+    """POST a provider request through the guarded client and map what can go wrong to step errors
+    (the one place for every provider, plain and streamed): 429/5xx and transport failures are
+    provider-side (counted by the breaker), other 4xx permanent; the key (`secret`) never reaches a
+    message. `policy` says where the URL may point: trusted for the operator's STEADYFLOW_LLM_BASE_URL
+    (a local model server is fine), untrusted for anything users can type."""
+    sent = {"Content-Type": "application/json", **headers}
     if stream:
-        headers["Accept"] = "text/event-stream"
+        sent["Accept"] = "text/event-stream"
     if traceparent:
-        headers["traceparent"] = traceparent  # the step's span (workflows/runtime/observe.py)
-    if api_key:
-        headers["Authorization"] = f"Bearer {api_key}"
+        sent["traceparent"] = traceparent  # the step's span (workflows/runtime/observe.py)
     try:
-        response = await outbound.arequest("POST", base_url.rstrip("/") + "/chat/completions", json=payload,
-                                           headers=headers, timeout_s=timeout_s, policy=policy, pool=base_url,
-                                           limit=limit, on_chunk=on_chunk)
+        response = await outbound.arequest("POST", url, json=payload, headers=sent, timeout_s=timeout_s,
+                                           policy=policy, pool=pool, limit=limit, on_chunk=on_chunk)
     except outbound.DeadlineExceeded:
         raise StepTimeout(f"LLM call timed out after {timeout_s:g} s") from None
     except OutboundBlocked:
@@ -72,14 +80,14 @@ async def chat_completion(*, base_url: str, api_key: str, payload: dict[str, Any
     except (outbound.ResponseTooLarge, outbound.UndecodableBody) as exc:
         raise ProviderError(f"LLM provider reply {exc.message}", permanent=True) from None
     except outbound.TransportFailed as exc:
-        raise ProviderError(scrub_text(f"LLM provider unreachable: {exc.message}", (api_key,))) from None
+        raise ProviderError(scrub_text(f"LLM provider unreachable: {exc.message}", (secret,))) from None
     status = response.status
     if status == 429 or status >= 500:
         raise ProviderError(f"LLM provider answered HTTP {status}", details={"status": status})
     if status >= 400:
         # A provider may echo the key it was sent ("Incorrect API key provided: sk-..."): the text goes
         # into step errors and events, which every viewer reads.
-        text = scrub_text(response.text, (api_key,))[:300]
+        text = scrub_text(response.text, (secret,))[:300]
         raise ProviderError(f"LLM provider answered HTTP {status}: {text}", permanent=True,
                             details={"status": status})
     return response

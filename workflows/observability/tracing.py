@@ -24,8 +24,10 @@ import threading
 from datetime import datetime
 from typing import Any
 
+from workflows.engine.nodes.llm_tools import is_tool_step
 from workflows.engine.statuses import InstanceStatus, StepStatus
-from workflows.runtime import observe
+from workflows.observability import genai_spans
+from workflows.runtime import engine_config, observe
 from workflows.runtime.starting import CALLER_SPAN
 from workflows.runtime.unit import UnitOfWork
 
@@ -115,6 +117,7 @@ def record_spans(unit: UnitOfWork) -> None:
     parent = trace.set_span_in_context(NonRecordingSpan(SpanContext(
         trace_id, instance_span_id, is_remote=False, trace_flags=TraceFlags(TraceFlags.SAMPLED))))
     end = _ns(unit.now)
+    content = genai_spans.capture_content()
     for change in unit.changes.values():
         status = change.fields.get("status")
         if status is None or change.expect_status != RUNNING:
@@ -122,14 +125,17 @@ def record_spans(unit: UnitOfWork) -> None:
         step = change.step
         node = unit.graph.nodes.get(step.node_id)
         usage = change.fields.get("usage") or {}
+        node_type = node.type if node is not None else "tool" if is_tool_step(step.node_id) else "compensation"
         attributes: dict[str, Any] = {
             "steadyflow.instance.id": inst.pk, "steadyflow.step.id": step.pk, "steadyflow.node.id": step.node_id,
-            "steadyflow.node.type": node.type if node is not None else "compensation",
+            "steadyflow.node.type": node_type,
             "steadyflow.step.attempt": step.attempt, "steadyflow.step.visit": step.visit,
             "steadyflow.step.queue": step.queue, "steadyflow.step.worker": step.worker or "",
             "steadyflow.step.outcome": str(status),
             "steadyflow.llm.tokens": int(usage.get("prompt_tokens") or 0) + int(usage.get("completion_tokens") or 0),
             "steadyflow.llm.cost_usd": float(usage.get("cost_usd") or 0.0),
+            **genai_spans.attributes(node_type, step.node_id, change.fields.get("input", step.input), change.fields,
+                                     engine_config().llm_default_provider, content),
         }
         _chosen.span = int(observe.step_span_id(step.pk, step.attempt), 16)
         span = tracer.start_span(f"step {step.node_id}", context=parent, kind=SpanKind.INTERNAL,

@@ -127,6 +127,7 @@ class ScheduleFire(models.Model):
 class ChannelKind(models.TextChoices):
     EMAIL = "email"
     WEBHOOK = "webhook"
+    SLACK = "slack"  # a Slack-compatible incoming webhook (its URL is the secret): notifications.send_slack
 
 
 NOTIFY_EVENTS = ("review", "failed", "human_task")
@@ -141,7 +142,7 @@ class NotificationChannel(models.Model):
 
     name = models.CharField(max_length=100, unique=True)
     kind = models.CharField(max_length=8, choices=ChannelKind.choices)
-    target = models.CharField(max_length=1000, help_text="email: addresses, comma-separated; webhook: URL")
+    target = models.CharField(max_length=1000, help_text="email: addresses, comma-separated; webhook or slack: URL")
     events = models.JSONField(default=all_events, help_text="any of: review, failed, human_task")
     # Webhook channels sign their requests with it (never shown back in the admin).
     secret = EncryptedTextField(default=new_secret, blank=True)

@@ -28,7 +28,7 @@ from django.utils import timezone
 from workflows.engine import outbound
 from workflows.engine.errors import StepError
 from workflows.engine.statuses import InstanceStatus
-from workflows.triggers import signing
+from workflows.triggers import action_links, signing
 from workflows.triggers.models import (
     ChannelKind,
     DeliveryAttempt,
@@ -40,6 +40,7 @@ from workflows.triggers.models import (
 log = logging.getLogger("steadyflow.notifications")
 Notice = tuple[str, int, Any]  # (event, instance id, review item object or None)
 JOB = "workflows.triggers.notifications.deliver_pending"
+EVENT_WORDS = {"review": "halted into review", "failed": "failed", "human_task": "is waiting on a human task"}
 
 
 def conf(name: str) -> Any:
@@ -115,6 +116,9 @@ def notice_payload(event: str, instance_id: int, review_id: int | None, item: An
         "reason": (item.reason if item is not None else instance.halt_reason) or "",
         "node": (item.node_id if item is not None else ""), "url": link,
         "instance_url": absolute(f"/instances/{instance_id}/"), "at": now.isoformat(),
+        # One signed link per action (action_links.py): each asks the approver to confirm after login.
+        **({"actions": {action: absolute(action_links.path_for(review_id, action)) for action in action_links.ACTIONS}}
+           if review_id and event in ("review", "human_task") else {}),
     }
 
 
@@ -166,6 +170,8 @@ def send(delivery: NotificationDelivery, now: datetime) -> tuple[int | None, str
         if channel.kind == ChannelKind.EMAIL:
             send_email(channel, delivery.payload)
             return 250, ""
+        if channel.kind == ChannelKind.SLACK:
+            return send_slack(channel, delivery)
         return send_webhook(channel, delivery, now)
     except Exception as exc:  # noqa: BLE001 - every failure is an attempt to log and retry
         return None, f"{type(exc).__name__}: {exc}"
@@ -173,15 +179,49 @@ def send(delivery: NotificationDelivery, now: datetime) -> tuple[int | None, str
 
 def send_email(channel: NotificationChannel, payload: dict[str, Any]) -> None:
     recipients = [a.strip() for a in channel.target.split(",") if a.strip()]
-    what = {"review": "halted into review", "failed": "failed",
-            "human_task": "is waiting on a human task"}.get(payload["event"], payload["event"])
+    what = EVENT_WORDS.get(payload["event"], payload["event"])
     subject = f"[Steadyflow] {payload['workflow']} instance {payload['instance']} {what}"
     lines = [f"Workflow {payload['workflow']}, instance {payload['instance']} {what}.",
              f"Reason: {payload['reason'] or '-'}"]
     if payload.get("node"):
         lines.append(f"Node: {payload['node']}")
     lines += ["", f"Open it: {payload['url']}"]
+    actions = payload.get("actions") or {}
+    if actions:
+        lines += ["", "Or decide from here (you confirm on the page after logging in):",
+                  f"  Approve: {actions['approve']}", f"  Reject:  {actions['reject']}"]
     send_mail(subject, "\n".join(lines), None, recipients)
+
+
+def slack_message(payload: dict[str, Any]) -> dict[str, Any]:
+    """A Slack-compatible incoming-webhook message (also read by Mattermost, Rocket.Chat, Discord's
+    /slack endpoint): a line of text for clients without blocks, then the facts and link buttons."""
+    what = EVENT_WORDS.get(payload["event"], payload["event"])
+    text = f"{payload['workflow']} instance {payload['instance']} {what}"
+    node = f" · Node: `{payload['node']}`" if payload.get("node") else ""
+    facts = f"*{text}*\nReason: {payload['reason'] or '-'}{node}"
+    actions = payload.get("actions") or {}
+    buttons = [{"type": "button", "text": {"type": "plain_text", "text": label}, "url": url, **style}
+               for label, url, style in (("Approve", actions.get("approve"), {"style": "primary"}),
+                                         ("Reject", actions.get("reject"), {"style": "danger"}),
+                                         ("Open", actions.get("open") or payload["url"], {})) if url]
+    return {"text": f"[Steadyflow] {text}: {payload['url']}",
+            "blocks": [{"type": "section", "text": {"type": "mrkdwn", "text": facts}},
+                       {"type": "actions", "elements": buttons}]}
+
+
+def send_slack(channel: NotificationChannel, delivery: NotificationDelivery) -> tuple[int | None, str]:
+    """POST the message to the channel's incoming-webhook URL (its secret is in the URL itself)."""
+    try:
+        reply = outbound.request("POST", channel.target, json=slack_message(delivery.payload),
+                                 headers={"Content-Type": "application/json"},
+                                 policy=outbound.Policy(allowlist=tuple(conf("HTTP_ALLOWLIST"))),
+                                 timeout_s=conf("NOTIFY_TIMEOUT_S"), max_bytes=64 * 1024)
+    except StepError as exc:  # blocked, deadline, transport, too large
+        return None, f"{type(exc).__name__}: {exc}"
+    if 200 <= reply.status < 300:
+        return reply.status, ""
+    return reply.status, f"HTTP {reply.status}"
 
 
 def send_webhook(channel: NotificationChannel, delivery: NotificationDelivery, now: datetime) -> tuple[int | None, str]:

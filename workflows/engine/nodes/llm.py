@@ -9,7 +9,7 @@ from typing import Any, ClassVar, TypeVar
 
 import jsonschema
 
-from workflows.engine import limits, llm_cache, llm_stream, outbound, providers
+from workflows.engine import limits, llm_cache, llm_stream, native_providers, outbound, providers
 from workflows.engine.errors import CircuitOpen, ConfigError, GraphIssue, ProviderError, StepError, StepTimeout
 from workflows.engine.graph import Graph, Node
 from workflows.engine.nodes import llm_tools, register
@@ -41,7 +41,8 @@ class LLM(NodeKind):
         "additionalProperties": False,
         "properties": {
             # The default shown here is the engine's (EngineConfig.llm_default_provider): see describe().
-            "provider": {"type": "string", "enum": ["openai", "scripted"], "default": "scripted",
+            "provider": {"type": "string", "enum": ["openai", "anthropic", "gemini", "scripted"],
+                         "default": "scripted",
                          "title": "Provider"},
             "credential": {"type": "string", "minLength": 1, "maxLength": 64,
                            "title": "Provider credential (empty: the environment's provider)"},
@@ -186,6 +187,16 @@ class LLM(NodeKind):
             raise ProviderError(f"model {model!r} is not one credential '{account.name}' allows "
                                 f"({', '.join(account.models)})", permanent=True)
         messages = llm_tools.conversation(_messages(config, routes), call.tool_rounds)
+        if provider_of(config, call.engine.llm_default_provider) in native_providers.NATIVE:
+            reply = await _call_native(call, model, messages)
+        else:
+            reply = await self._call_openai(call, model, messages)
+        if routes and reply.route is None:
+            reply.route = _route_from_text(reply.text or "", routes)
+        return reply
+
+    async def _call_openai(self, call: StepCall, model: str, messages: list[dict[str, Any]]) -> providers.LLMReply:
+        config, account = call.config, call.provider
         tools = llm_tools.openai_tools(config)
         chat = (partial(llm_stream.openai_chat_stream, on_text=call.on_partial)
                 if _streams(call) and call.on_partial is not None else providers.openai_chat)
@@ -205,9 +216,33 @@ class LLM(NodeKind):
                    **({"tools": tools} if tools else {})},
             traceparent=call.trace_id,
         )
-        if routes and reply.route is None:
-            reply.route = _route_from_text(reply.text or "", routes)
         return reply
+
+
+async def _call_native(call: StepCall, model: str, messages: list[dict[str, Any]]) -> providers.LLMReply:
+    """Anthropic's or Gemini's own API (engine/native_providers.py), through the node's credential:
+    its base URL (or the provider's public one) and key. Typed by a designer, so checked like an http
+    node's URL."""
+    config, account = call.config, call.provider
+    provider = str(config.get("provider"))
+    if account is None:
+        raise ConfigError(f"node '{call.node.id}': provider '{provider}' needs a provider credential "
+                          "(config.credential) holding its API key")
+    if not native_providers.MODEL_NAME.fullmatch(model):
+        raise ProviderError(f"model {model!r} is not a valid model name for provider '{provider}'", permanent=True)
+    chat = native_providers.anthropic_chat if provider == "anthropic" else native_providers.gemini_chat
+    return await chat(
+        base_url=account.base_url or native_providers.default_base_url(provider),
+        policy=outbound.Policy(allowlist=tuple(call.engine.http_allowlist)),
+        api_key=account.api_key, model=model,
+        messages=call.secrets.reveal(messages) if call.secrets is not None else messages,
+        tools=list(config.get("tools") or []),
+        timeout_s=float(call.node.timeout_s or call.engine.default_timeout_s),
+        limit=call.engine.llm_max_per_provider,
+        extra={k: config[k] for k in ("temperature", "max_tokens") if k in config},
+        traceparent=call.trace_id,
+        on_text=call.on_partial if _streams(call) else None,
+    )
 
 
 def provider_of(config: dict[str, Any], default: str) -> str:
@@ -307,9 +342,19 @@ def _usage(reply: providers.LLMReply, model: str, prices: Any) -> dict[str, Any]
     prompt_tokens = int(reply.usage.get("prompt_tokens") or 0)
     completion_tokens = int(reply.usage.get("completion_tokens") or 0)
     price = prices.get(model) or prices.get("*") or {}
+    cache_read = int(reply.usage.get("cache_read_tokens") or 0)
+    cache_write = int(reply.usage.get("cache_write_tokens") or 0)
     cost = reply.usage.get("cost_usd")
     if cost is None:
-        cost = (prompt_tokens * float(price.get("prompt_per_1k", 0))
+        # Cached prompt tokens at their own prices where the price list names them (native providers
+        # report them; engine/native_providers.py), else at the prompt price.
+        prompt_price = float(price.get("prompt_per_1k", 0))
+        cost = ((prompt_tokens - cache_read - cache_write) * prompt_price
+                + cache_read * float(price.get("cache_read_per_1k", prompt_price))
+                + cache_write * float(price.get("cache_write_per_1k", prompt_price))
                 + completion_tokens * float(price.get("completion_per_1k", 0))) / 1000
-    return {"model": model, "prompt_tokens": prompt_tokens, "completion_tokens": completion_tokens,
-            "cost_usd": round(float(cost), 8)}
+    usage = {"model": model, "prompt_tokens": prompt_tokens, "completion_tokens": completion_tokens,
+             "cost_usd": round(float(cost), 8)}
+    if cache_read or cache_write:
+        usage.update(cache_read_tokens=cache_read, cache_write_tokens=cache_write)
+    return usage

@@ -246,8 +246,10 @@ def final_output(output: dict[str, Any], rounds: list[dict[str, Any]]) -> dict[s
     usage of all rounds."""
     if not rounds:
         return output
+    # `usage` adds up the whole conversation; `call_usage` is this last call's own (tracing reports
+    # each model call's tokens once: workflows/observability/genai_spans.py).
     return {**output, "tool_calls": all_calls(rounds), "tool_rounds": len(rounds),
-            "usage": total_usage(rounds, output.get("usage") or {})}
+            "usage": total_usage(rounds, output.get("usage") or {}), "call_usage": output.get("usage") or {}}
 
 
 def round_done(rnd: dict[str, Any]) -> bool:
