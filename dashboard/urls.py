@@ -8,7 +8,7 @@ from django.views.defaults import page_not_found
 from django.views.generic import RedirectView
 
 from dashboard.api import core as api
-from dashboard.api import demo, editor_api, instance_api, planner_api, review_api, v1
+from dashboard.api import demo, demo_mcp, editor_api, instance_api, mcp_tools, planner_api, review_api, v1
 from dashboard.api.metrics_view import metrics_view
 from dashboard.pages import (
     credential_views,
@@ -55,6 +55,8 @@ urlpatterns = [
     path("api/workflows/<slug:slug>/nodes/<str:node_id>/test", editor_api.test_node, name="api-editor-test-node"),
     path("api/workflows/<slug:slug>/plan", planner_api.plan, name="api-editor-plan"),
     path("api/expressions/check", editor_api.check_expression, name="api-check-expression"),
+    path("api/mcp/servers", mcp_tools.servers, name="api-mcp-servers"),
+    path("api/mcp/servers/<str:name>/tools", mcp_tools.tools, name="api-mcp-tools"),
     path("api/instances/<int:instance_id>", api.instance, name="api-instance"),
     path("api/instances/<int:instance_id>/events", api.instance_events, name="api-instance-events"),
     path("api/instances/<int:instance_id>/report", report_views.instance_report, name="api-instance-report"),
@@ -94,6 +96,7 @@ if settings.STEADYFLOW["DEMO_ENDPOINTS"]:
         path("demo/research/<slug:topic_kind>", demo.research, name="demo-research"),
         path("demo/ledger/<slug:action>", demo.ledger, name="demo-ledger"),
         path("demo/notify/<slug:action>", demo.ledger, name="demo-notify"),
+        path("demo/mcp", demo_mcp.mcp, name="demo-mcp"),
     ]
 
 

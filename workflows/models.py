@@ -350,6 +350,7 @@ class BreakerState(models.Model):
 class CredentialKind(models.TextChoices):
     SECRET = "secret", "Secret (referenced as {{ secrets.NAME }})"
     LLM_PROVIDER = "llm_provider", "LLM provider (base URL, key, models)"
+    MCP_SERVER = "mcp_server", "MCP server (URL, bearer token)"
 
 
 class Credential(models.Model):
@@ -359,7 +360,8 @@ class Credential(models.Model):
     name = models.CharField(max_length=64, unique=True)
     kind = models.CharField(max_length=16, choices=CredentialKind.choices, default=CredentialKind.SECRET)
     encrypted_value = models.TextField(editable=False)
-    # LLM providers only: an OpenAI-compatible base URL and the models nodes may ask for (empty: any).
+    # LLM providers: their API's base URL and the models nodes may ask for (empty: any). MCP servers:
+    # their streamable-HTTP endpoint.
     base_url = models.URLField(max_length=500, blank=True)
     allowed_models = models.JSONField(default=list, blank=True)
     description = models.CharField(max_length=200, blank=True)

@@ -20,7 +20,7 @@ from workflows.models import WorkflowDefinition, WorkflowInstance
 
 GRAPHS = Path(__file__).parent / "graphs"
 GREETING = GRAPHS / "greeting.json"
-EXAMPLE_SLUGS = {"react-agent", "refund-saga", "industry-report", "hallucination-loop", "support-desk",
+EXAMPLE_SLUGS = {"order-desk", "react-agent", "refund-saga", "industry-report", "hallucination-loop", "support-desk",
                  "research-agent", "planner-demo"}
 SUMMARY_KEYS = {"instance", "workflow", "version", "status", "reason", "error", "steps", "loop_count", "tokens",
                 "cost_usd", "trace_id", "priority", "context"}

@@ -21,11 +21,12 @@ import pytest
 from django.core.management import call_command
 from django.test import Client
 
+from dashboard.api import demo_mcp
 from tests.conftest import wait_for_status
 from tests.workflows.support import assert_history_consistent, expect_status
 from workflows.engine.validation import validate_graph
 from workflows.examples import DEMO_ORIGIN, example_files, load_example
-from workflows.models import ReviewItem, WorkflowDefinition, WorkflowInstance
+from workflows.models import Credential, ReviewItem, WorkflowDefinition, WorkflowInstance
 from workflows.operators import review
 
 pytestmark = pytest.mark.django_db(transaction=True)
@@ -57,6 +58,14 @@ class DemoServer:
                 length = int(self.headers.get("Content-Length") or 0)
                 body = json.loads(self.rfile.read(length) or b"{}")
                 demo.requests.append(("POST", self.path, body))
+                if self.path == "/demo/mcp":  # the demo MCP server (dashboard/api/demo_mcp.py)
+                    answer = demo_mcp.answer(body)
+                    if answer is None:
+                        self.send_response(202)
+                        self.send_header("Content-Length", "0")
+                        self.end_headers()
+                        return
+                    return self._answer(answer)
                 self._answer({"ok": True, "amount": body.get("amount")})
 
             def log_message(self, *args: Any) -> None:
@@ -141,6 +150,7 @@ def test_load_examples_points_url_defaults_at_the_demo_base(settings: Any) -> No
     call_command("load_examples", stdout=io.StringIO())
     assert declared_defaults("refund-saga")["ledger_base"] == "http://127.0.0.1:8123/demo/ledger"
     assert declared_defaults("industry-report")["research_base"] == "http://127.0.0.1:8123/demo/research"
+    assert Credential.objects.get(name="demo-mcp").base_url == "http://127.0.0.1:8123/demo/mcp"
     document = load_example(next(p for p in example_files() if p.stem == "refund_saga"))
     assert document["input"]["properties"]["notify_base"]["default"] == f"{DEMO_ORIGIN}/demo/notify"
 
@@ -204,6 +214,18 @@ def test_support_desk_runs_react_agent_as_a_sub_workflow_with_its_defaults(runni
     note = instance.steps.get(node_id="note")
     assert instance.tokens == child.tokens + note.usage["prompt_tokens"] + note.usage["completion_tokens"]
     assert instance.cost_usd == child.cost_usd + Decimal(str(note.usage["cost_usd"]))
+def test_order_desk_asks_the_demo_mcp_server(running: tuple[Client, Any], demo: DemoServer) -> None:
+    client, _ = running
+    instance = start_with_defaults(client, "order-desk")
+    wait_for_status(instance, "completed")
+    calls = [body for method, path, body in demo.requests if path == "/demo/mcp" and body.get("method") == "tools/call"]
+    assert [c["params"]["arguments"] for c in calls] == [{"order_id": "A-100"}]
+    tool = instance.steps.get(node_id="tool:agent:order_status")
+    assert tool.output["structured"]["carrier"] == "DHL"
+    instance.refresh_from_db()
+    assert instance.context["answer"].startswith("Order A-100 has shipped")
+
+
 def test_research_agent_runs_its_two_tools_in_parallel_and_answers(running: tuple[Client, Any]) -> None:
     client, _ = running
     instance = start_with_defaults(client, "research-agent")

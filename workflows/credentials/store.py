@@ -63,6 +63,10 @@ def clean_fields(name: str, kind: str, base_url: str, models: Any) -> list[str]:
         raise CredentialError("name: letters, digits, _ and -, starting with a letter or _, at most 64 characters")
     if kind not in CredentialKind.values:
         raise CredentialError(f"kind: one of {', '.join(CredentialKind.values)}")
+    if kind == CredentialKind.MCP_SERVER:
+        if not re.match(r"^https?://[^\s]+$", base_url or ""):
+            raise CredentialError("base_url: the MCP server's http(s) endpoint, e.g. https://mcp.example.com/mcp")
+        return []
     if kind != CredentialKind.LLM_PROVIDER:
         return []
     if not re.match(r"^https?://[^\s]+$", base_url or ""):
@@ -104,7 +108,7 @@ def validate(graph: Any, *, imposed_limit: bool = False) -> list[GraphIssue]:
     # Only a graph that can name a credential reads the table: validating a plain file (validate_workflow)
     # needs no database.
     text = json.dumps(graph, default=str)
-    credentials = known() if "secrets" in text or "credential" in text else {}
+    credentials = known() if "secrets" in text or "credential" in text or "mcp" in text else {}
     issues += engine_secrets.check_graph(graph, credentials, _raw_keys())
     for node in graph.get("nodes") or []:
         if not isinstance(node, Mapping) or node.get("type") != "llm" or not isinstance(node.get("config"), Mapping):
@@ -128,6 +132,10 @@ def for_node(node: Node, raw_keys: frozenset[str]) -> tuple[engine_secrets.Secre
     names = engine_secrets.references({k: v for k, v in config.items() if k not in raw_keys})
     # The nodes that call an LLM provider themselves: llm, and planner (engine/nodes/planner.py).
     provider_name = config.get("credential") if node.type in ("llm", "planner") else None
+    # An MCP tool's server: its endpoint and token, resolved like a provider's.
+    expected = CredentialKind.MCP_SERVER if node.type == "mcp" else CredentialKind.LLM_PROVIDER
+    if node.type == "mcp":
+        provider_name = config.get("server")
     if not names and not provider_name:
         return None, None
     rows = {row.name: row for row in Credential.objects.filter(name__in=[*names, *([provider_name] if provider_name
@@ -142,8 +150,9 @@ def for_node(node: Node, raw_keys: frozenset[str]) -> tuple[engine_secrets.Secre
     provider: engine_secrets.ProviderAccount | None = None
     if provider_name:
         row = rows.get(str(provider_name))
-        if row is None or row.kind != CredentialKind.LLM_PROVIDER:
-            raise ConfigError(f"node '{node.id}': LLM provider credential '{provider_name}' does not exist (any more)")
+        if row is None or row.kind != expected:
+            what = "MCP server" if expected == CredentialKind.MCP_SERVER else "LLM provider"
+            raise ConfigError(f"node '{node.id}': {what} credential '{provider_name}' does not exist (any more)")
         provider = engine_secrets.ProviderAccount(name=row.name, base_url=row.base_url,
                                                   api_key=decrypt(row.encrypted_value),
                                                   models=tuple(row.allowed_models or ()))

@@ -220,6 +220,16 @@ def check_graph(graph: Mapping[str, Any], credentials: Mapping[str, str],
                 if isinstance(when, str) and ("secrets" in _expression_names(when) or REFERENCE.search(when)):
                     issues.append(GraphIssue(f"node '{node_id}': conditions may not read secrets (rule {i + 1})",
                                              node=node_id, field=f"{prefix}.rules.{i}.when"))
+        servers = ([(config.get("server"), f"{prefix}.server")] if kind == "mcp" else
+                   [(t["target"].get("server"), f"{prefix}.tools.{i}.target.server")
+                    for i, t in enumerate(config.get("tools") or []) if kind == "llm" and isinstance(t, Mapping)
+                    and isinstance(t.get("target"), Mapping) and t["target"].get("type") == "mcp"])
+        for server, where in servers:
+            if not isinstance(server, str) or credentials.get(server) != "mcp_server":
+                what = f"is a {credentials[str(server)]}, not an MCP server" if credentials.get(str(server)) \
+                    else "does not exist"
+                issues.append(GraphIssue(f"node '{node_id}': MCP server credential '{server}' {what}",
+                                         node=node_id, field=where))
         if kind == "llm" and config.get("credential") is not None:
             provider = config.get("credential")
             if not isinstance(provider, str) or credentials.get(provider) != "llm_provider":

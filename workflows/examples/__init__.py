@@ -11,6 +11,8 @@ GRAPHS_DIR = Path(__file__).parent / "graphs"
 # dashboard/api/demo.py). load_examples swaps in STEADYFLOW_DEMO_BASE_URL, which `make run` sets to the
 # port it actually took.
 DEMO_ORIGIN = "http://127.0.0.1:8000"
+# The MCP server credential the order-desk example names (load_examples creates it).
+DEMO_MCP_CREDENTIAL = "demo-mcp"
 
 
 def example_files() -> list[Path]:

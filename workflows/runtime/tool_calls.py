@@ -69,9 +69,11 @@ def call_names(step: StepRun) -> dict[str, Any]:
 
 
 def call_config(step: StepRun, node: Node, config: dict[str, Any]) -> dict[str, Any]:
-    """A python tool's function gets the call's arguments as its `args`."""
+    """A python tool's function gets the call's arguments as its `args`, an MCP tool as its `arguments`."""
     if node.type == "python":
         return {**config, "args": call_names(step)["args"]}
+    if node.type == "mcp":
+        return {**config, "arguments": call_names(step)["args"]}
     return config
 
 

@@ -26,6 +26,7 @@ def _load_builtin() -> None:
         http,
         human,
         llm,
+        mcp,
         planner,
         python,
         router,

@@ -57,6 +57,10 @@ TARGET_SCHEMA: dict[str, Any] = {
          "properties": {"type": {"enum": ["python"]}, "function": {"type": "string", "minLength": 1}}},
         {"type": "object", "required": ["type", "config"], "additionalProperties": False,
          "properties": {"type": {"enum": ["http"]}, "config": {"type": "object"}}},
+        # A tool of an MCP server (engine/nodes/mcp.py): the server is an `mcp_server` credential's name.
+        {"type": "object", "required": ["type", "server", "tool"], "additionalProperties": False,
+         "properties": {"type": {"enum": ["mcp"]}, "server": {"type": "string", "minLength": 1, "maxLength": 64},
+                        "tool": {"type": "string", "minLength": 1, "maxLength": 128}}},
     ],
 }
 
@@ -109,6 +113,8 @@ def tool_node(llm_node: Node, tool_name: str) -> Node:
     target = tool["target"]
     if target["type"] == "python":
         config: dict[str, Any] = {"function": target["function"]}
+    elif target["type"] == "mcp":
+        config = {"server": target["server"], "tool": target["tool"]}  # the call's arguments: call_config
     else:
         config = dict(target["config"])
     return Node(id=tool_step_id(llm_node.id, tool_name), type=str(target["type"]), config=config,
