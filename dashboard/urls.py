@@ -8,11 +8,12 @@ from django.views.defaults import page_not_found
 from django.views.generic import RedirectView
 
 from dashboard.api import core as api
-from dashboard.api import demo, demo_mcp, editor_api, instance_api, mcp_tools, planner_api, review_api, v1
+from dashboard.api import demo, demo_mcp, editor_api, evaluations, instance_api, mcp_tools, planner_api, review_api, v1
 from dashboard.api.metrics_view import metrics_view
 from dashboard.pages import (
     credential_views,
     editor,
+    evaluation_views,
     meta,
     report_views,
     review_links,
@@ -32,6 +33,14 @@ urlpatterns = [
     path("metrics", metrics_view, name="metrics"),
     path("workflows/", editor.workflow_list, name="workflow-list"),
     path("workflows/<slug:slug>/", views.definition_detail, name="definition"),
+    path("workflows/<slug:slug>/evaluations/", evaluation_views.evaluations_page, name="evaluations"),
+    path("evaluations/<int:evaluation_id>/", evaluation_views.evaluation_page, name="evaluation"),
+    path("api/workflows/<slug:slug>/datasets", evaluations.dataset_list, name="api-datasets"),
+    path("api/workflows/<slug:slug>/datasets/<slug:name>", evaluations.dataset_export, name="api-dataset-export"),
+    path("api/workflows/<slug:slug>/evaluations", evaluations.evaluation_list, name="api-evaluations"),
+    path("api/evaluations/<int:evaluation_id>", evaluations.evaluation_detail, name="api-evaluation"),
+    path("api/evaluations/<int:evaluation_id>/compare/<int:other_id>", evaluations.evaluation_compare,
+         name="api-evaluation-compare"),
     path("workflows/<slug:slug>/edit/", editor.editor, name="workflow-editor"),
     path("workflows/<slug:slug>/duplicate", editor.duplicate, name="workflow-duplicate"),
     path("workflows/<slug:slug>/archive", editor.archive, name="workflow-archive"),

@@ -411,7 +411,14 @@ class LLMCacheEntry(models.Model):
         return f"{self.node_id} {self.key[:12]}"
 
 
-# Triggers and notifications (workflows/triggers/): their rows belong to this app.
+# Evaluations (workflows/evaluations/) and triggers and notifications (workflows/triggers/): their rows
+# belong to this app.
+from workflows.evaluations.models import (  # noqa: E402, F401
+    Dataset,
+    DatasetRow,
+    Evaluation,
+    EvaluationResult,
+)
 from workflows.triggers.models import (  # noqa: E402, F401
     DeliveryAttempt,
     NotificationChannel,

@@ -226,6 +226,16 @@ def test_order_desk_asks_the_demo_mcp_server(running: tuple[Client, Any], demo: 
     assert instance.context["answer"].startswith("Order A-100 has shipped")
 
 
+def test_the_order_desk_dataset_evaluates_on_the_workers(running: tuple[Client, Any], demo: DemoServer) -> None:
+    out = io.StringIO()
+    call_command("evaluate", "order-desk", "--dataset", "smoke", "--timeout", "120", stdout=out, stderr=io.StringIO())
+    report = json.loads(out.getvalue())
+    assert (report["rows"], report["passed"], report["errors"]) == (2, 2, 0)
+    assert float(report["cost_usd"]) > 0 and report["tokens"] > 0
+    # Its runs are the generated copy's, not the example's own.
+    assert not WorkflowInstance.objects.filter(version__definition__slug="order-desk").exists()
+
+
 def test_research_agent_runs_its_two_tools_in_parallel_and_answers(running: tuple[Client, Any]) -> None:
     client, _ = running
     instance = start_with_defaults(client, "research-agent")

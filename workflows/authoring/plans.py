@@ -39,6 +39,9 @@ from workflows.models import WorkflowInstance, WorkflowVersion
 log = logging.getLogger("steadyflow.plans")
 
 PLAN_MARK = "--plan-"  # save_version refuses "--" in a slug: only the planner's definitions have it
+# Every generated definition has "--" in its slug (the planner's, and evaluations' copies: "--eval"),
+# so all of them are hidden alike from the pages, the API, git exports and the dashboard's figures.
+GENERATED_MARK = "--"
 PURGE_EVERY = timedelta(hours=1)
 PURGE_BATCH = 200
 ENDED = (InstanceStatus.COMPLETED, InstanceStatus.FAILED, InstanceStatus.CANCELLED, InstanceStatus.COMPENSATED)
@@ -49,12 +52,13 @@ def plan_slug(parent_slug: str, node_slug: str) -> str:
 
 
 def is_generated(slug: str) -> bool:
-    return PLAN_MARK in slug
+    return GENERATED_MARK in slug
 
 
 def generated(prefix: str = "") -> Q:
-    """Definitions the planner generated (`prefix`: the lookup path to the definition, e.g. "definition__")."""
-    return Q(**{f"{prefix}slug__contains": PLAN_MARK})
+    """Generated definitions: the planner's and evaluations' (`prefix`: the lookup path to the definition,
+    e.g. "definition__")."""
+    return Q(**{f"{prefix}slug__contains": GENERATED_MARK})
 
 
 def retention() -> timedelta:

@@ -7,6 +7,8 @@ from pathlib import Path
 from typing import Any
 
 GRAPHS_DIR = Path(__file__).parent / "graphs"
+# Evaluation datasets of the examples: `<workflow slug>.<dataset name>.jsonl` (load_examples).
+DATASETS_DIR = Path(__file__).parent / "datasets"
 # The origin the examples' declared input defaults point at (the demo endpoints of `make run`'s server,
 # dashboard/api/demo.py). load_examples swaps in STEADYFLOW_DEMO_BASE_URL, which `make run` sets to the
 # port it actually took.

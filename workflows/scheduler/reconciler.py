@@ -30,6 +30,7 @@ from workflows.authoring import plans
 from workflows.engine.errors import StepError
 from workflows.engine.priorities import kind_of, queue_name
 from workflows.engine.statuses import INSTANCE_ACTIVE, InstanceStatus, StepStatus
+from workflows.evaluations import runner as evaluation_runner
 from workflows.models import StepRun, WorkflowInstance
 from workflows.workers import dispatch
 from workflows.workers.redis_outage import REDIS_ERRORS
@@ -47,6 +48,7 @@ class TickReport:
     cache_purged: int = 0
     subflows: int = 0
     plans_purged: int = 0
+    evaluations: int = 0
 
     def __bool__(self) -> bool:
         return bool(self.promoted or self.redispatched or self.reclaimed or self.expired or self.cache_purged
@@ -214,6 +216,7 @@ def tick(now: datetime | None = None) -> TickReport:
     report.redispatched = redispatch_lost(now, conf("REDISPATCH_AFTER_S"))
     report.cache_purged = llm_cache.schedule.run_if_due(now)  # expired llm replies, once a minute
     report.plans_purged = plans.schedule.run_if_due(now)  # generated plan versions past retention, hourly
+    report.evaluations = evaluation_runner.schedule.run_if_due(now)  # running evaluations: score, start rows
     if report:
         from workflows.observability import metrics
 

@@ -1,13 +1,16 @@
 from __future__ import annotations
 
+from pathlib import Path
 from typing import Any
 
 from django.conf import settings
 from django.core.management.base import BaseCommand
 
 from workflows.authoring.definitions import save_document
-from workflows.examples import DEMO_MCP_CREDENTIAL, DEMO_ORIGIN, example_files, load_example
-from workflows.models import Credential, CredentialKind
+from workflows.evaluations import datasets
+from workflows.evaluations.models import Dataset
+from workflows.examples import DATASETS_DIR, DEMO_MCP_CREDENTIAL, DEMO_ORIGIN, example_files, load_example
+from workflows.models import Credential, CredentialKind, WorkflowDefinition
 
 
 class Command(BaseCommand):
@@ -21,6 +24,8 @@ class Command(BaseCommand):
                                              skip_unchanged=True)
             note = f"v{version.number}" + ("" if created else " (unchanged)")
             self.stdout.write(f"{version.definition.slug} {note}")
+        for path in sorted(DATASETS_DIR.glob("*.jsonl")):
+            load_dataset(path)
 
 
 def ensure_demo_mcp(demo_base: str) -> None:
@@ -37,3 +42,12 @@ def ensure_demo_mcp(demo_base: str) -> None:
     elif row.kind == CredentialKind.MCP_SERVER and row.base_url != url:
         row.base_url = url
         row.save(update_fields=["base_url"])
+
+
+def load_dataset(path: Path) -> None:
+    """`<workflow>.<dataset>.jsonl`: an evaluation dataset of an example, loaded once (a dataset that
+    exists, maybe with evaluations, is left alone)."""
+    slug, _, name = path.stem.partition(".")
+    definition = WorkflowDefinition.objects.filter(slug=slug).first()
+    if definition is not None and not Dataset.objects.filter(definition=definition, name=name).exists():
+        datasets.save(definition, name, path.read_text(encoding="utf-8"), description="example")
