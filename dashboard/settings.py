@@ -45,7 +45,7 @@ for _position, _key in enumerate(CREDENTIALS_KEYS, 1):
 ALLOWED_HOSTS = env_list("ALLOWED_HOSTS", ["localhost", "127.0.0.1", "[::1]"])
 CSRF_TRUSTED_ORIGINS = env_list("CSRF_TRUSTED_ORIGINS", [])
 # A failed CSRF check on /api/ answers JSON with a message, like every other API error.
-CSRF_FAILURE_VIEW = "dashboard.api.core.csrf_failure"
+CSRF_FAILURE_VIEW = "dashboard.api.http.csrf_failure"
 
 INSTALLED_APPS = [
     "daphne",
