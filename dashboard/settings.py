@@ -45,7 +45,7 @@ for _position, _key in enumerate(CREDENTIALS_KEYS, 1):
 ALLOWED_HOSTS = env_list("ALLOWED_HOSTS", ["localhost", "127.0.0.1", "[::1]"])
 CSRF_TRUSTED_ORIGINS = env_list("CSRF_TRUSTED_ORIGINS", [])
 # A failed CSRF check on /api/ answers JSON with a message, like every other API error.
-CSRF_FAILURE_VIEW = "dashboard.api.core.csrf_failure"
+CSRF_FAILURE_VIEW = "dashboard.api.http.csrf_failure"
 
 INSTALLED_APPS = [
     "daphne",
@@ -157,7 +157,7 @@ LOGIN_THROTTLE = {
     "MAX_FAILURES_PER_ADDRESS": env_int("STEADYFLOW_LOGIN_MAX_FAILURES_PER_ADDRESS", 20, minimum=1),
     "WINDOW_S": env_int("STEADYFLOW_LOGIN_LOCKOUT_S", 900, minimum=1),
 }
-# /metrics (README, Operating › Observability): a bearer token and/or client addresses (IPs or CIDRs).
+# /metrics (docs/operating.md, Observability): a bearer token and/or client addresses (IPs or CIDRs).
 # With neither, only loopback may scrape, and only with DEBUG.
 METRICS_TOKEN = env_str("STEADYFLOW_METRICS_TOKEN", "")
 METRICS_ALLOW = env_list("STEADYFLOW_METRICS_ALLOW", [])
@@ -206,7 +206,7 @@ STEADYFLOW = {
     # A step whose worker died this many times (lease lost) is presumed poison: halted into review.
     "POISON_AFTER_LOSSES": env_int("STEADYFLOW_POISON_AFTER_LOSSES", 2, minimum=1),
     "STUCK_AFTER_S": env_float("STEADYFLOW_STUCK_AFTER_S", 300.0, minimum=1.0),
-    # Run a single same-queue successor in the same job (see README, "Inline continuation").
+    # Run a single same-queue successor in the same job (see docs/architecture.md, Inline continuation).
     "INLINE_CONTINUATION": env_bool("STEADYFLOW_INLINE_CONTINUATION", True),
     # Modules imported at start-up that register more `python` node functions (register_function),
     # so every process (web, workers) knows them: a comma-separated list of dotted module paths.
@@ -268,7 +268,7 @@ STEADYFLOW = {
     # Priorities: a worker takes high before normal before low, but every this many dequeues the
     # lowest non-empty queue first, so low work is never starved (engine/priorities.py; 0: strict).
     "PRIORITY_FAIR_EVERY": env_int("STEADYFLOW_PRIORITY_FAIR_EVERY", 5, minimum=0),
-    # Triggers and notifications (README, "Triggers and notifications")
+    # Triggers and notifications (docs/operating.md, Triggers and notifications)
     # An incoming webhook's signed timestamp may be this far from now (replay window).
     "WEBHOOK_REPLAY_WINDOW_S": env_float("STEADYFLOW_WEBHOOK_REPLAY_WINDOW_S", 300.0, minimum=1.0),
     "WEBHOOK_MAX_BODY_BYTES": env_int("STEADYFLOW_WEBHOOK_MAX_BODY_BYTES", 262_144, minimum=1024),
@@ -334,7 +334,7 @@ LOGGING = {
 }
 
 
-# --- HTTPS and browser hardening (see README, "Security") ---------------------------------------
+# --- HTTPS and browser hardening (see docs/security.md) ---------------------------------------
 # On by default whenever DEBUG is off: a production deployment must opt *out* of HTTPS explicitly
 # (STEADYFLOW_HTTPS=0, e.g. the local docker compose), never forget to opt in.
 HTTPS = env_bool("STEADYFLOW_HTTPS", not DEBUG)

@@ -1,6 +1,9 @@
-"""The JSON APIs: the pages' endpoints (core.py holds the shared helpers, `api_view`, `error`,
-`json_body`, and the first endpoints; editor_api.py, instance_api.py, planner_api.py, review_api.py),
-the versioned REST API under v1/, GET /metrics (metrics_view.py) and the local demo endpoints.
+"""The JSON APIs: the helpers every endpoint shares (http.py: `api_view`, `error`, `json_body`,
+`BodyRejected`, `BadRequest`), the pages' endpoints (core.py, editor_api.py, instance_api.py,
+planner_api.py, review_api.py), the versioned REST API under v1/, GET /metrics (metrics_view.py) and
+the local demo endpoints.
 
 May import: workflows/ (services, models, engine), dashboard.security, dashboard.pages (review facts).
+v1/ is meant to use services and shared shapes, not the pages' endpoints (tests/test_layers.py lists
+where it still does).
 """

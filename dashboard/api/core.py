@@ -1,19 +1,22 @@
-"""The JSON API. Errors are JSON objects with a `message` (and `errors` for invalid graphs)."""
+"""The pages' first JSON endpoints (node types, functions, validation, starting instances, an
+instance and its events) and the functions the v1 API shares with them. The helpers every endpoint
+uses are in dashboard/api/http.py (re-exported here for callers written before the split)."""
 
 from __future__ import annotations
 
-from collections.abc import Callable
-from functools import wraps
 from typing import Any
 
-from django.conf import settings
-from django.core.exceptions import RequestDataTooBig
-from django.http import Http404, HttpRequest, HttpResponse, JsonResponse
+from django.http import Http404, HttpRequest, JsonResponse
 
+from dashboard.api.http import BadRequest as BadRequest
+from dashboard.api.http import BodyRejected as BodyRejected
+from dashboard.api.http import api_view, error
+from dashboard.api.http import csrf_failure as csrf_failure
+from dashboard.api.http import json_body as json_body
+from dashboard.api.http import not_found as not_found
 from dashboard.security import permissions
 from workflows import runtime
 from workflows.credentials.store import validate as validate_graph
-from workflows.engine import strict_json
 from workflows.engine.errors import ExpressionError, GraphInvalid, PayloadTooLarge
 from workflows.engine.functions import describe_functions
 from workflows.engine.inputs import InputInvalid
@@ -22,77 +25,7 @@ from workflows.engine.priorities import PriorityInvalid, parse_priority
 from workflows.models import WorkflowDefinition, WorkflowInstance
 from workflows.operators.api_shapes import run_summary
 
-View = Callable[..., JsonResponse]
 MAX_IDEMPOTENCY_KEY = 200  # WorkflowInstance.idempotency_key's max_length
-
-
-def error(status: int, message: str, **extra: Any) -> JsonResponse:
-    return JsonResponse({"message": message, **extra}, status=status)
-
-
-def api_view(methods: tuple[str, ...], perm: str | tuple[str, ...] | None = None) -> Callable[[View], View]:
-    """Login and permission checks (dashboard/security/permissions.py) that answer JSON (401/403) instead of
-    redirecting to a page. `perm`: the permission, or permissions, every request needs."""
-    perms = (perm,) if isinstance(perm, str) else tuple(perm or ())
-
-    def decorator(view: View) -> View:
-        @wraps(view)
-        def wrapper(request: HttpRequest, *args: Any, **kwargs: Any) -> JsonResponse:
-            if not request.user.is_authenticated:
-                return error(401, "authentication required")
-            if request.method not in methods:
-                return error(405, f"method {request.method} not allowed (use {', '.join(methods)})")
-            message = permissions.refusal(request.user, *perms)
-            if message is not None:
-                return error(403, message)
-            try:
-                return view(request, *args, **kwargs)
-            except Http404 as exc:
-                # Django's own 404 is an HTML page; API clients get JSON with a message.
-                return error(404, str(exc) or "not found")
-
-        return wrapper
-
-    return decorator
-
-
-def csrf_failure(request: HttpRequest, reason: str = "") -> HttpResponse:
-    """CSRF_FAILURE_VIEW: JSON for the API, Django's usual page elsewhere."""
-    from django.views.csrf import csrf_failure as html_csrf_failure
-
-    if request.path.startswith("/api/"):
-        return error(403, f"CSRF check failed: {reason} (send the csrftoken cookie's value in X-CSRFToken)")
-    return html_csrf_failure(request, reason)
-
-
-def not_found(request: HttpRequest, rest: str = "") -> JsonResponse:
-    """Any /api/ path no endpoint matches (urls.py routes it here last): JSON, not the HTML 404 page."""
-    return error(404, f"no API endpoint {request.method} {request.path}")
-
-
-class BodyRejected(ValueError):
-    """A request body the API will not take; `status` is 413 when too large, else 400."""
-
-    def __init__(self, message: str, status: int = 400) -> None:
-        super().__init__(message)
-        self.status = status
-
-
-def json_body(request: HttpRequest) -> Any:
-    """The request's JSON ({} when empty), parsed strictly (workflows/engine/strict_json.py): malformed,
-    over-deep, non-finite, out-of-range or non-Unicode input raises BodyRejected naming the problem."""
-    try:
-        body = request.body
-    except RequestDataTooBig:
-        raise BodyRejected(f"the request body is too large ({settings.DATA_UPLOAD_MAX_MEMORY_SIZE} bytes at most)",
-                           413) from None
-    if not body:
-        return {}
-    try:
-        return strict_json.loads(body)
-    except strict_json.JSONRejected as exc:
-        raise BodyRejected(str(exc)) from None
-
 
 
 def _get_instance_for_user(request: HttpRequest, instance_id: int) -> WorkflowInstance:
@@ -142,20 +75,6 @@ def validate(request: HttpRequest) -> JsonResponse:
 
 
 BULK_START_MOST = 1000
-
-
-class BadRequest(Exception):
-    """A request the client must fix: the JSON endpoints answer it as an error with this status (and
-    `extra`, e.g. `errors` naming each problem), the v1 API as a problem document (dashboard/api/v1/problems.py)."""
-
-    def __init__(self, message: str, status: int = 400, **extra: Any) -> None:
-        super().__init__(message)
-        self.message = message
-        self.status = status
-        self.extra = extra
-
-    def response(self) -> JsonResponse:
-        return error(self.status, self.message, **self.extra)
 
 
 def check_idempotency_key(key: Any) -> str | None:

@@ -14,7 +14,7 @@ from typing import Any
 from django.db.models import Count
 from django.http import HttpRequest, JsonResponse
 
-from dashboard.api.core import BadRequest, BodyRejected, api_view, error, json_body
+from dashboard.api.http import BadRequest, BodyRejected, api_view, error, json_body
 from dashboard.security import permissions
 from workflows.authoring.definitions import save_version
 from workflows.engine import expressions

@@ -15,7 +15,8 @@ from django.http import HttpRequest, JsonResponse
 from django.urls import reverse
 from django.utils import timezone
 
-from dashboard.api.core import BodyRejected, api_view, error, instance_json, json_body
+from dashboard.api.core import instance_json
+from dashboard.api.http import BodyRejected, api_view, error, json_body
 from dashboard.security import permissions
 from workflows.engine import breaker as breaker_logic
 from workflows.engine.nodes import known_kinds

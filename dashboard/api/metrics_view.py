@@ -1,4 +1,4 @@
-"""GET /metrics for Prometheus (README, Operating › Observability).
+"""GET /metrics for Prometheus (docs/operating.md, Observability).
 
 Not behind the login (a scraper has no session) but behind `STEADYFLOW_METRICS_TOKEN` (a bearer
 token) and/or `STEADYFLOW_METRICS_ALLOW` (client addresses or CIDRs); with both set, a scrape needs

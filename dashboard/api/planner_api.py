@@ -11,8 +11,8 @@ from typing import Any
 
 from django.http import HttpRequest, JsonResponse
 
-from dashboard.api.core import BadRequest, BodyRejected, api_view, json_body
 from dashboard.api.editor_api import definition_or_404, graph_diff
+from dashboard.api.http import BadRequest, BodyRejected, api_view, json_body
 from dashboard.security import permissions
 from workflows.authoring import planning
 from workflows.engine.planner import plan_issues_text

@@ -9,7 +9,7 @@ from __future__ import annotations
 from django.db.models import Count
 from django.http import HttpRequest, JsonResponse
 
-from dashboard.api.core import api_view, error
+from dashboard.api.http import api_view, error
 from dashboard.pages import review_facts
 from dashboard.pages.review_views import VIEW_PERMISSIONS, filtered_items
 from workflows.models import ReviewItem, ReviewStatus

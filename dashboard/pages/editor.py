@@ -25,7 +25,7 @@ from dashboard.security import permissions
 from dashboard.security.permissions import authorize
 from workflows.authoring import plans
 from workflows.engine.inputs import INPUT_SHAPE
-from workflows.engine.validation import _EDGE_SHAPE, _NODE_SHAPE, _SETTINGS_SHAPE, QUEUES
+from workflows.engine.validation import EDGE_SHAPE, NODE_SHAPE, QUEUES, SETTINGS_SHAPE
 from workflows.models import WorkflowDefinition, WorkflowInstance, WorkflowVersion
 
 ADD_PERM = permissions.CREATE_WORKFLOW
@@ -204,7 +204,7 @@ def editor(request: HttpRequest, slug: str) -> HttpResponse:
             "instance": reverse("instance", args=[0]).replace("/0/", "/{id}/"),
         },
         # The server's own shapes, so the side panel validates exactly what the validator will.
-        "shapes": {"node": _NODE_SHAPE, "edge": _EDGE_SHAPE, "settings": _SETTINGS_SHAPE, "input": INPUT_SHAPE},
+        "shapes": {"node": NODE_SHAPE, "edge": EDGE_SHAPE, "settings": SETTINGS_SHAPE, "input": INPUT_SHAPE},
         # The Run dialog's form: the latest version's declared start input (None: any JSON object).
         "inputSchema": input_schema(latest.graph) if latest else None,
         "queues": list(QUEUES),

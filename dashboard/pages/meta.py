@@ -13,7 +13,7 @@ from typing import Any
 
 from django.http import HttpRequest, JsonResponse
 
-from dashboard.api.core import api_view
+from dashboard.api.http import api_view
 from workflows.engine import event_kinds
 from workflows.engine.statuses import InstanceStatus, StepStatus
 

@@ -11,7 +11,7 @@ from django.db.models import F
 from django.http import HttpRequest, HttpResponse, JsonResponse
 from django.shortcuts import get_object_or_404, render
 
-from dashboard.api.core import api_view, error
+from dashboard.api.http import api_view, error
 from dashboard.security import permissions
 from dashboard.security.permissions import authorize
 from workflows.models import AuditEntry, ReviewItem, StepRun, WorkflowInstance

@@ -9,7 +9,7 @@ How to guard something new (tests/security/test_permissions.py fails for a URL i
 
 - a page: `@authorize(VIEW_INSTANCES)`: a login redirect for the anonymous, then a 403 page that names
   the missing permission and the groups holding it;
-- a JSON endpoint: `@api_view(("GET",), perm=VIEW_INSTANCES)` (dashboard/api/core.py): the same check, 401/403
+- a JSON endpoint: `@api_view(("GET",), perm=VIEW_INSTANCES)` (dashboard/api/http.py): the same check, 401/403
   as JSON;
 - a socket or anything else: `refusal(user, *perms)`, the message to send or None when allowed;
 - an admin action: `@admin.action(permissions=[...])` (workflows/admin.py shows the pattern);

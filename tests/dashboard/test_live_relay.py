@@ -239,7 +239,7 @@ def test_a_worker_that_cannot_reach_redis_carries_on() -> None:
         closed.bind(("127.0.0.1", 0))  # bound, never listening: connections are refused
         port = closed.getsockname()[1]
         code = ("import django; django.setup()\n"
-                "from workflows import live\n"
+                "from workflows.live import notices as live\n"
                 "for seq in range(1, 101): live.publish_commit(1, seq, seq)\n"
                 "print('carried on')\n")
         env = {**os.environ, "DJANGO_SETTINGS_MODULE": "dashboard.settings",

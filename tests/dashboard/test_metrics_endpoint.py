@@ -1,5 +1,5 @@
 """GET /metrics: who may read it (a bearer token, an address allow-list, both, or loopback with DEBUG
-only), what it serves, and the Grafana dashboard shipped in docker/ (README, Operating › Observability).
+only), what it serves, and the Grafana dashboard shipped in docker/ (docs/operating.md, Observability).
 The scrape after a real run on real workers is in tests/workflows/test_observability.py."""
 
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""Priorities set at start (README, Priorities): the JSON API (one and bulk), run_workflow --priority,
+"""Priorities set at start (docs/architecture.md, Priorities): the JSON API (one and bulk), run_workflow --priority,
 schedules and webhooks; each checked, a bad one a 400 naming the field, and the priority reaching the
 instance, its steps and the RQ queue its steps are enqueued on."""
 

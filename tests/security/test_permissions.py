@@ -133,7 +133,7 @@ VIEW_PAGE = row(302, 403, 200, 200, 200, 200, 200)  # the viewer role or better;
 VIEW_API = row(401, 403, 200, 200, 200, 200, 200)
 DESIGN_PAGE = row(302, 403, 403, 302, 403, 403, 302)  # designers' forms redirect when done
 CREDENTIALS_PAGE = row(302, 403, 403, 200, 403, 403, 200)  # designers manage credentials; no one else sees them
-# /metrics is for scrapers, not people: a bearer token or an address allow-list (README, Observability); with
+# /metrics is for scrapers, not people: a bearer token or an address allow-list (docs/operating.md, Observability); with
 # neither configured and DEBUG off (the tests' settings) it refuses everyone, logged in or not.
 METRICS = row(403, 403, 403, 403, 403, 403, 403)
 DESIGN_API = row(401, 403, 403, 201, 403, 403, 201)

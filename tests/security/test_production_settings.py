@@ -14,7 +14,7 @@ import pytest
 from django.test import Client
 
 ROOT = Path(__file__).resolve().parents[2]
-# The production variables README ("Security") documents; CI runs the same check with them.
+# The production variables docs/security.md documents; CI runs the same check with them.
 PRODUCTION = {
     "DEBUG": "0",
     "SECRET_KEY": "k" * 10 + "-production-secret-for-the-check-only-0123456789abcdef",

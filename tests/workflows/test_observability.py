@@ -1,6 +1,6 @@
 """Observability on real processes: /metrics served by a real daphne adds up what real workers and
 the scheduler counted (prometheus_client's multiprocess directory), and every process kind writes
-JSON log lines (README, Operating › Observability)."""
+JSON log lines (docs/operating.md, Observability)."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""Priorities with real workers (README, Priorities): one worker and a backlog takes high before low,
+"""Priorities with real workers (docs/architecture.md, Priorities): one worker and a backlog takes high before low,
 never starves low (a low job runs within STEADYFLOW_PRIORITY_FAIR_EVERY dequeues however much high
 work waits), and inside one instance starts the branch with the longest remaining path first.
 The ai consumer's JobBook takes from its priority queues in the same order.

@@ -1,4 +1,4 @@
-"""The bounds every condition and template evaluation runs under (README, "Graph format").
+"""The bounds every condition and template evaluation runs under (docs/graph-format.md).
 
 An evaluation has a budget of steps: one per syntax node evaluated, one per item of a container it
 builds, walks, compares or copies, one per 16 characters of text it builds, compares or renders,

@@ -29,7 +29,7 @@ __all__ = ["Budget", "ExpressionLimit", "MissingValue", "check_templates", "cond
 _TEMPLATE = re.compile(r"\{\{\s*(.*?)\s*\}\}")
 
 # Conditions and templates are short; these bounds keep a hostile one from costing the parser or the
-# evaluator's recursion anything (README, "Graph format").
+# evaluator's recursion anything (docs/graph-format.md).
 MAX_EXPRESSION_CHARS = 2000
 MAX_EXPRESSION_DEPTH = 50
 _REFUSED_OPERATORS = {ast.LShift: "<<", ast.RShift: ">>", ast.BitOr: "|", ast.BitXor: "^", ast.BitAnd: "&",

@@ -2,7 +2,7 @@
 
 A number past these is refused at validation with a message naming the field and the bound, so no
 stored value can overflow a database column, a timedelta or a timer later (a budget of 1e30 used to
-be accepted at save and then break every page listing the instance). README, "Graph format", lists
+be accepted at save and then break every page listing the instance). docs/graph-format.md lists
 them; the editor gets them through the node and settings schemas.
 """
 

@@ -49,7 +49,7 @@ _COMPENSATE_SHAPE: dict[str, Any] = {
         "timeout_s": _TIMEOUT_SHAPE,
     },
 }
-_NODE_SHAPE: dict[str, Any] = {
+NODE_SHAPE: dict[str, Any] = {
     "type": "object",
     "required": ["id", "type"],
     "properties": {
@@ -78,7 +78,7 @@ _NODE_SHAPE: dict[str, Any] = {
         "sample": {"type": "object"},
     },
 }
-_EDGE_SHAPE: dict[str, Any] = {
+EDGE_SHAPE: dict[str, Any] = {
     "type": "object",
     "required": ["source", "target"],
     "properties": {
@@ -88,7 +88,7 @@ _EDGE_SHAPE: dict[str, Any] = {
         "label": {"type": "string"},
     },
 }
-_SETTINGS_SHAPE: dict[str, Any] = {
+SETTINGS_SHAPE: dict[str, Any] = {
     "type": "object",
     "additionalProperties": False,
     "properties": {
@@ -177,7 +177,7 @@ def validate_graph(data: Any, *, imposed_limit: bool = False) -> list[GraphIssue
     if too_big:
         return too_big
     if "settings" in data:
-        issues += _schema_issues(data["settings"], _SETTINGS_SHAPE, "settings")
+        issues += _schema_issues(data["settings"], SETTINGS_SHAPE, "settings")
 
     if "input" in data:
         issues += inputs.schema_issues(data["input"])
@@ -201,7 +201,7 @@ def validate_graph(data: Any, *, imposed_limit: bool = False) -> list[GraphIssue
             if node_id not in in_skeleton:
                 in_skeleton.add(node_id)
                 skeleton.append(_skeleton_node(raw))
-        shape_issues = _schema_issues(raw, _NODE_SHAPE, "node", node=label)
+        shape_issues = _schema_issues(raw, NODE_SHAPE, "node", node=label)
         if shape_issues:
             issues += shape_issues
             continue
@@ -230,7 +230,7 @@ def validate_graph(data: Any, *, imposed_limit: bool = False) -> list[GraphIssue
         if not isinstance(raw, dict):
             issues.append(GraphIssue(f"edge {i + 1} must be an object", edge=i))
             continue
-        shape_issues = _schema_issues(raw, _EDGE_SHAPE, "edge", edge=i)
+        shape_issues = _schema_issues(raw, EDGE_SHAPE, "edge", edge=i)
         if shape_issues:
             issues += shape_issues
             continue

@@ -1,4 +1,4 @@
-"""Prometheus metrics (README, Operating › Observability).
+"""Prometheus metrics (docs/operating.md, Observability).
 
 Two kinds:
 
@@ -58,7 +58,7 @@ FINAL = frozenset({InstanceStatus.COMPLETED, InstanceStatus.FAILED, InstanceStat
 RUNNING = str(StepStatus.RUNNING)
 
 # Label children by their label values: `.labels()` validates and locks on every call; a dict
-# lookup is what the hot path can afford (measured in the README, Observability).
+# lookup is what the hot path can afford (measured in the docs/operating.md, Observability).
 _children: dict[tuple[Any, ...], Any] = {}
 
 

@@ -1,7 +1,7 @@
 """Health checks, shared by `manage.py health` (container health checks, operators) and `/healthz`.
 
 A check returns None when it passes, else one line naming the problem. A *role* is the set of checks a
-container of that kind needs to pass to be useful (README, *Production*):
+container of that kind needs to pass to be useful (docs/production-and-scaling.md):
 
 - web: the database answers, Redis answers, every migration is applied;
 - worker: the database and Redis answer, and a worker of this host (RQ's registry, with its pid alive)

@@ -27,7 +27,7 @@ def start_compensation(uow: UnitOfWork) -> bool:
     parents = [step.pk for step in succeeded if step.node_type in subflows.child_kinds() and step.pk is not None]
     if parents:
         # The children these steps completed compensate too (their own `compensate` actions), after
-        # this commit and alongside this instance's compensations; README, Sub-workflows.
+        # this commit and alongside this instance's compensations; docs/graph-format.md, Sub-workflows.
         uow.after_commit("compensate_children", subflows.compensate_children, parents)
     done = [step for step in succeeded
             if not is_compensation(step.node_id) and step.node_id in nodes and nodes[step.node_id].compensate]

@@ -1,6 +1,6 @@
 """Committing what a claimed step came to, and what follows from it; or giving the step back.
 
-Durability contract (README, "Guarantees"):
+Durability contract (docs/guarantees.md):
 - every transition commits its StepRun, Event(s) and Checkpoint in one transaction, with the
   instance row locked (joins, counters and the event sequence must not race);
 - jobs are enqueued only after that commit, and carry only step ids;

@@ -16,7 +16,7 @@ from django.urls import URLPattern, path
 from ninja import NinjaAPI
 from ninja.parser import Parser
 
-from dashboard.api.core import json_body
+from dashboard.api.http import json_body
 from dashboard.api.v1 import definitions, instances, problems, reviews, stream, system, triggers
 from dashboard.api.v1.auth import AUTH
 from dashboard.security import tokens

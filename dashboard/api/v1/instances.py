@@ -38,7 +38,7 @@ def traceparent_header() -> Any:
         "trace, its span a child of the caller's. An invalid value is ignored."))
 Priority = Literal["high", "normal", "low"]
 PRIORITY_DOC = ("high, normal or low: high work is taken before normal, normal before low, and low is "
-                "never starved (README, Priorities).")
+                "never starved (docs/architecture.md, Priorities).")
 
 
 class StartIn(Schema):
@@ -107,7 +107,7 @@ def get(request: HttpRequest, instance_id: int) -> dict[str, Any]:
 
 @router.get("/instances/{instance_id}/report", response=dict[str, Any], summary="An instance's run report")
 def report(request: HttpRequest, instance_id: int) -> dict[str, Any]:
-    """The run report (README, The site): the path taken, per step and per node attempts, retries,
+    """The run report (docs/site.md): the path taken, per step and per node attempts, retries,
     durations, tokens, cost, tool calls and cache hits, halts and decisions, totals. The same document
     as `/api/instances/<id>/report` (dates ISO 8601, money as strings)."""
     need(request, "read", VIEW)

@@ -20,7 +20,7 @@ from django.core.exceptions import RequestDataTooBig
 from django.http import HttpRequest, HttpResponse
 from ninja.errors import AuthenticationError, HttpError, ValidationError
 
-from dashboard.api.core import BadRequest, BodyRejected
+from dashboard.api.http import BadRequest, BodyRejected
 
 log = logging.getLogger("steadyflow.api")
 CONTENT_TYPE = "application/problem+json"

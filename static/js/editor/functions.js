@@ -63,7 +63,7 @@ export function attachFunctionPicker(row, kind) {
         onclick: () => choose(f.name) },
       el("code", {}, f.name), el("span", { class: "fn-summary" }, summary(f.doc)))))
       : el("li", { class: "muted" }, functions && functions.length ? "No function matches."
-        : "No function is registered (see README, Node types: python)."));
+        : "No function is registered (see docs/graph-format.md, Node types: python)."));
   };
   const choose = (name) => {
     input.value = kind === "name" ? name : JSON.stringify(name);

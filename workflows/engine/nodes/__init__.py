@@ -1,23 +1,9 @@
-"""Node kinds, registered by name. One module per kind."""
+"""Node kinds, registered by name (registry.py). One module per kind, loaded here."""
 
 from __future__ import annotations
 
 from workflows.engine.nodes.base import EngineConfig, NodeKind, NodeResult, StepCall
-
-_REGISTRY: dict[str, NodeKind] = {}
-
-
-def register(kind: type[NodeKind]) -> type[NodeKind]:
-    _REGISTRY[kind.name] = kind()
-    return kind
-
-
-def get_kind(name: str) -> NodeKind:
-    return _REGISTRY[name]
-
-
-def known_kinds() -> dict[str, NodeKind]:
-    return dict(_REGISTRY)
+from workflows.engine.nodes.registry import get_kind, known_kinds, register
 
 
 def _load_builtin() -> None:

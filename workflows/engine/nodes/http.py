@@ -5,8 +5,8 @@ from typing import Any, ClassVar
 
 from workflows.engine import limits, outbound
 from workflows.engine.errors import PermanentStepError, StepError, StepTimeout
-from workflows.engine.nodes import register
 from workflows.engine.nodes.base import NodeKind, NodeResult, StepCall
+from workflows.engine.nodes.registry import register
 from workflows.engine.secrets import SecretScope
 
 

@@ -3,8 +3,8 @@ from __future__ import annotations
 from typing import Any, ClassVar
 
 from workflows.engine.errors import PermanentStepError
-from workflows.engine.nodes import register
 from workflows.engine.nodes.base import NodeKind, NodeResult, StepCall
+from workflows.engine.nodes.registry import register
 
 
 @register

@@ -12,8 +12,9 @@ import jsonschema
 from workflows.engine import limits, llm_cache, llm_stream, native_providers, outbound, providers
 from workflows.engine.errors import CircuitOpen, ConfigError, GraphIssue, ProviderError, StepError, StepTimeout
 from workflows.engine.graph import Graph, Node
-from workflows.engine.nodes import llm_tools, register
+from workflows.engine.nodes import llm_tools
 from workflows.engine.nodes.base import EngineConfig, NodeKind, NodeResult, StepCall
+from workflows.engine.nodes.registry import register
 
 T = TypeVar("T")
 
@@ -292,7 +293,7 @@ def _tool_round(call: StepCall, reply: providers.LLMReply) -> NodeResult:
 def _check_tools(node: Node) -> list[GraphIssue]:
     """The tools' checks at save; an http target's config must pass the http node's schema."""
     from workflows.engine.functions import get_function
-    from workflows.engine.nodes import get_kind
+    from workflows.engine.nodes.registry import get_kind
 
     validator = jsonschema.Draft202012Validator(get_kind("http").config_schema)
 

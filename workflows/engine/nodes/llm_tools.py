@@ -1,6 +1,6 @@
 """Agent tool calls of an `llm` node: the tools it declares, the rounds of a conversation, the checks.
 
-Design (README, *Agent tool calls*). An llm node may declare `tools`: each a name, a description, a
+Design (docs/graph-format.md, Agent tool calls). An llm node may declare `tools`: each a name, a description, a
 JSON Schema for its `parameters`, and a target, a registered python function
 (`{"type": "python", "function": "..."}`) or an http call (`{"type": "http", "config": {...}}`,
 whose templates read `args`). The node sends them OpenAI-style (`tools` in the chat-completions

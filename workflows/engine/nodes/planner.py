@@ -20,8 +20,8 @@ from workflows.engine import limits, outbound, planner, providers
 from workflows.engine.errors import ConfigError, GraphIssue, PermanentStepError
 from workflows.engine.functions import describe_functions
 from workflows.engine.graph import Graph, Node
-from workflows.engine.nodes import known_kinds, register
 from workflows.engine.nodes.base import NodeKind, NodeResult, RecordedPlan, StepCall
+from workflows.engine.nodes.registry import known_kinds, register
 from workflows.engine.nodes.subworkflow import DEFAULT_MAX_DEPTH
 
 MAX_PLAN_NODES = 50

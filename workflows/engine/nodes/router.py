@@ -5,8 +5,8 @@ from typing import Any, ClassVar
 from workflows.engine import expressions
 from workflows.engine.errors import ExpressionError, GraphIssue, PermanentStepError
 from workflows.engine.graph import Graph, Node
-from workflows.engine.nodes import register
 from workflows.engine.nodes.base import NodeKind, NodeResult, StepCall
+from workflows.engine.nodes.registry import register
 
 
 @register

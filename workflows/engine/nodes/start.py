@@ -1,7 +1,7 @@
 from __future__ import annotations
 
-from workflows.engine.nodes import register
 from workflows.engine.nodes.base import NodeKind, NodeResult, StepCall
+from workflows.engine.nodes.registry import register
 
 
 @register

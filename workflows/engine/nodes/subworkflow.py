@@ -15,8 +15,8 @@ from typing import Any, ClassVar
 from workflows.engine import expressions, limits
 from workflows.engine.errors import ExpressionError, GraphIssue, PermanentStepError
 from workflows.engine.graph import Graph, Node
-from workflows.engine.nodes import register
 from workflows.engine.nodes.base import ChildRun, NodeKind, NodeResult, StepCall
+from workflows.engine.nodes.registry import register
 
 DEFAULT_MAX_DEPTH = 5
 

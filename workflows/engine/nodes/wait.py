@@ -5,8 +5,8 @@ from typing import Any, ClassVar
 
 from workflows.engine import limits
 from workflows.engine.errors import ConfigError
-from workflows.engine.nodes import register
 from workflows.engine.nodes.base import NodeKind, NodeResult, StepCall
+from workflows.engine.nodes.registry import register
 
 
 @register

@@ -35,7 +35,8 @@ class Command(BaseCommand):
         parser.add_argument("--idempotency-key", default=None,
                             help="a repeated key returns the instance it started (keys are per workflow)")
         parser.add_argument("--priority", choices=PRIORITIES, default=NORMAL,
-                            help="high work is taken before normal, normal before low (README, Priorities)")
+                            help=("high work is taken before normal, normal before low "
+                                  "(docs/architecture.md, Priorities)"))
         parser.add_argument("--burst", action="store_true",
                             help="run the steps in this process (no workers needed); implies waiting")
         parser.add_argument("--inputs", default=None, metavar="FILE",

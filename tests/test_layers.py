@@ -1,0 +1,168 @@
+"""One-way layers (issue 20), enforced on the import graph of workflows/ and dashboard/ (tests/layers.py
+reads it with `ast`, imports inside function bodies included).
+
+The rules: the engine imports nothing of the project; workflows/ never imports dashboard/; the store
+imports nothing of the runtime; outside workflows/runtime/ only its facade is imported; the v1 API uses
+services, not the older view modules; no underscore name is imported across modules; every import points
+down tests/layers.py's LAYERS; no import cycles between modules.
+
+KNOWN lists what the code does not meet yet, rule by rule, each with why. It may only shrink: an entry
+that is no longer a violation fails the test too (remove it), so a fixed boundary cannot silently
+break again. A new violation is fixed, not added here.
+"""
+
+from __future__ import annotations
+
+import pytest
+
+from tests import layers
+from tests.layers import Graph, Import
+
+# The post-commit effects (enqueue, live notices, notifications, sub-workflow effects) still run in the
+# store (store/orm.py `after_commit*`), and the stores take the runtime's UnitOfWork as their argument:
+# until the unit of work is the store's own contract and the effects move to runtime/effects, the
+# store imports the runtime, workers (dispatch), live notices and triggers (notifications).
+STORE_RUNTIME = [
+    "workflows.store.orm -> workflows.runtime.subflows",
+    "workflows.store.orm -> workflows.runtime.unit",
+    "workflows.store.postgres -> workflows.runtime.unit",
+    "workflows.store.sql -> workflows.runtime.unit",
+]
+
+KNOWN: dict[str, list[str]] = {
+    "engine": [],
+    "workflows-dashboard": [],
+    "store-runtime": [*STORE_RUNTIME, "workflows.store.orm -> workflows.runtime.observe"],
+    "runtime-facade": [
+        *STORE_RUNTIME,
+        # The instance page's sub-workflow panel reads the runtime's query for children.
+        "dashboard.api.instance_api -> workflows.runtime.subflows",
+        # Node trial and planning build a node's config and redact it as the runtime does.
+        "workflows.authoring.node_trial -> workflows.runtime.config",
+        "workflows.authoring.node_trial -> workflows.runtime.records",
+        "workflows.authoring.node_trial -> workflows.runtime.redaction",
+        "workflows.authoring.planning -> workflows.runtime.config",
+        # Commit observers read the unit of work and the runtime's configuration.
+        "workflows.observability.metrics -> workflows.runtime.config",
+        "workflows.observability.metrics -> workflows.runtime.unit",
+        "workflows.observability.tracing -> workflows.runtime.starting",
+        "workflows.observability.tracing -> workflows.runtime.unit",
+        # Triggers start instances through runtime.starting's error types and batch start.
+        "workflows.triggers.schedules -> workflows.runtime.starting",
+        "workflows.triggers.webhooks -> workflows.runtime.starting",
+    ],
+    # Two JSON APIs over the same services: v1 still calls the pages' endpoint functions for its shapes
+    # and services (instance_json, start_workflow, events_after, definition_or_404, graph_diff,
+    # plan_json, stats). One shapes module both APIs use would end it.
+    "v1-views": [
+        "dashboard.api.v1.definitions -> dashboard.api.editor_api",
+        "dashboard.api.v1.definitions -> dashboard.api.planner_api",
+        "dashboard.api.v1.following -> dashboard.api.core",
+        "dashboard.api.v1.instances -> dashboard.api.core",
+        "dashboard.api.v1.instances -> dashboard.api.instance_api",
+        "dashboard.api.v1.instances -> dashboard.pages.report_views",
+        "dashboard.api.v1.system -> dashboard.api.instance_api",
+        "dashboard.api.v1.triggers -> dashboard.api.editor_api",
+    ],
+    "underscore": [],
+    "layers": [
+        # Pages use a few functions of the pages' endpoints (editor_api's input schema, instance_api's
+        # breakers and stats); the JSON helpers they share are dashboard/api/http.py, a layer below.
+        "dashboard.pages -> dashboard.api",
+        # The NUL-refusing middleware answers /api/v1/ with a problem document (function-level import).
+        "dashboard.security -> dashboard.api.v1",
+        # runtime/subflows.py names the planner's generated definitions (authoring/plans.py).
+        "workflows.runtime -> workflows.authoring",
+        "workflows.store -> workflows.runtime",
+        "workflows.store -> workflows.triggers",
+        "workflows.store -> workflows.workers",
+    ],
+    "cycles": [
+        # runtime <-> store: the runtime calls the store, the store's post-commit effects call the
+        # runtime back (subflows) and take its unit of work.
+        "workflows.runtime.activation | workflows.runtime.compensation | workflows.runtime.decided_steps"
+        " | workflows.runtime.instance_control | workflows.runtime.records | workflows.runtime.redaction"
+        " | workflows.runtime.starting | workflows.runtime.step_outcomes | workflows.runtime.stopping"
+        " | workflows.runtime.subflows | workflows.store | workflows.store.orm | workflows.store.postgres"
+        " | workflows.store.sql | workflows.store.sqlite",
+    ],
+}
+
+
+def compare(found: list[str], known: list[str]) -> tuple[list[str], list[str]]:
+    """(violations not in the known list, known entries that are no longer violations)."""
+    return sorted(set(found) - set(known)), sorted(set(known) - set(found))
+
+
+@pytest.fixture(scope="module")
+def graph() -> Graph:
+    return layers.read_graph()
+
+
+@pytest.mark.parametrize("rule", sorted(layers.RULES))
+def test_the_import_graph_keeps_the_rule(graph: Graph, rule: str) -> None:
+    new, stale = compare(layers.RULES[rule](graph), KNOWN[rule])
+    assert not new, f"{rule}: imports that cross a boundary (fix them; KNOWN is not for new ones):\n" + "\n".join(new)
+    assert not stale, f"{rule}: KNOWN lists what is no longer a violation; remove:\n" + "\n".join(stale)
+
+
+def test_every_module_is_placed_in_a_layer(graph: Graph) -> None:
+    unplaced = sorted({layers.group(m) for m in graph.modules} - set(layers.RANK))
+    assert not unplaced, f"groups tests/layers.py's LAYERS does not place: {unplaced}"
+
+
+def test_the_graph_is_read_with_imports_inside_functions(graph: Graph) -> None:
+    hidden = [i for i in graph.imports if i.in_function]
+    assert hidden, "no import inside a function body was found: the reader misses them"
+    assert any(i.source == "workflows.apps" and i.target == "workflows.checks" for i in hidden)
+
+
+# --- the checker fails when a boundary is crossed on purpose ---------------------------------------
+
+def fake(*edges: tuple[str, str], names: tuple[str, ...] = ()) -> Graph:
+    imports = tuple(Import(s, t, names) for s, t in edges)
+    return Graph(frozenset({m for e in edges for m in e}), imports)
+
+
+@pytest.mark.parametrize(("rule", "edge"), [
+    ("engine", ("workflows.engine.graph", "workflows.models")),
+    ("workflows-dashboard", ("workflows.operators.review", "dashboard.security.permissions")),
+    ("store-runtime", ("workflows.store.sql", "workflows.runtime.config")),
+    ("runtime-facade", ("workflows.workers.aiworker", "workflows.runtime.claiming")),
+    ("v1-views", ("dashboard.api.v1.reviews", "dashboard.pages.review_views")),
+    ("layers", ("workflows.adapters.breakers", "workflows.scheduler.reconciler")),
+    ("layers", ("workflows.workers.dispatch", "workflows.scheduler.reconciler")),
+])
+def test_a_crossed_boundary_is_found(rule: str, edge: tuple[str, str]) -> None:
+    assert layers.RULES[rule](fake(edge)), f"{rule} misses {edge}"
+
+
+def test_the_allowed_imports_are_not_violations() -> None:
+    allowed = fake(("workflows.workers.aiworker", "workflows.runtime"),
+                   ("workflows.scheduler.reconciler", "workflows.workers.dispatch"),
+                   ("dashboard.pages.views", "workflows.operators.report"),
+                   ("workflows.engine.graph", "workflows.engine.errors"))
+    assert all(not rule(allowed) for rule in layers.RULES.values())
+
+
+def test_an_underscore_name_across_modules_is_found() -> None:
+    graph = fake(("workflows.workers.dispatch", "workflows.runtime.claiming"), names=("_lease",))
+    assert layers.no_underscore_names_across_modules(graph) == ["workflows.workers.dispatch -> "
+                                                               "workflows.runtime.claiming._lease"]
+    via_attribute = Graph(frozenset(), (), (("dashboard.pages.views", "workflows.models", "_cache"),))
+    assert layers.no_underscore_names_across_modules(via_attribute)
+
+
+def test_a_cycle_is_found_also_through_a_function_body() -> None:
+    graph = Graph(frozenset(), (Import("workflows.a", "workflows.b"),
+                                Import("workflows.b", "workflows.c", in_function=True),
+                                Import("workflows.c", "workflows.a")))
+    assert layers.cycles(graph) == ["workflows.a | workflows.b | workflows.c"]
+    type_only = Graph(frozenset(), (Import("workflows.a", "workflows.b"),
+                                    Import("workflows.b", "workflows.a", type_only=True)))
+    assert layers.cycles(type_only) == []
+
+
+def test_a_fixed_violation_left_in_the_known_list_fails() -> None:
+    fixed = "workflows.store.sql -> workflows.runtime.unit"
+    assert compare(layers.store_imports_nothing_of_runtime(fake()), [fixed]) == ([], [fixed])
