@@ -34,6 +34,7 @@ LAYERS: tuple[tuple[str, ...], ...] = (
     ("workflows.store",),
     ("workflows.runtime",),
     ("workflows.authoring", "workflows.observability", "workflows.triggers"),
+    ("workflows.evaluations",),  # runs versions (runtime) copied as generated definitions (authoring)
     ("workflows.jobs", "workflows.workers"),
     ("workflows.scheduler",),
     ("workflows.operators",),
@@ -51,6 +52,7 @@ LAYERS: tuple[tuple[str, ...], ...] = (
 GROUP_OF = {
     "workflows.credentials.crypto": "workflows.credentials.crypto",  # settings only: fields use it
     "workflows.triggers.models": "workflows.models",  # rows of the `workflows` app (workflows.models imports them)
+    "workflows.evaluations.models": "workflows.models",  # likewise
     "dashboard.api.http": "dashboard.api.http",  # the JSON helpers every endpoint shares, pages' included
 }
 RANK = {group: rank for rank, groups in enumerate(LAYERS) for group in groups}

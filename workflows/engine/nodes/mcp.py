@@ -16,8 +16,8 @@ import jsonschema
 
 from workflows.engine import limits, mcp_client, outbound
 from workflows.engine.errors import ConfigError, PermanentStepError
-from workflows.engine.nodes import register
 from workflows.engine.nodes.base import NodeKind, NodeResult, StepCall
+from workflows.engine.nodes.registry import register
 
 MAX_ERROR_CHARS = 500
 
