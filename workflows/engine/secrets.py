@@ -220,6 +220,11 @@ def check_graph(graph: Mapping[str, Any], credentials: Mapping[str, str],
                 if isinstance(when, str) and ("secrets" in _expression_names(when) or REFERENCE.search(when)):
                     issues.append(GraphIssue(f"node '{node_id}': conditions may not read secrets (rule {i + 1})",
                                              node=node_id, field=f"{prefix}.rules.{i}.when"))
+        if kind == "planner" and isinstance(config.get("allowed_credentials"), list):
+            for name in config["allowed_credentials"]:
+                if name not in credentials:
+                    issues.append(GraphIssue(f"node '{node_id}': allowed credential '{name}' does not exist",
+                                             node=node_id, field=f"{prefix}.allowed_credentials"))
         if kind == "llm" and config.get("credential") is not None:
             provider = config.get("credential")
             if not isinstance(provider, str) or credentials.get(provider) != "llm_provider":
