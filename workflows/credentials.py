@@ -20,6 +20,7 @@ from typing import Any
 from cryptography.fernet import Fernet, InvalidToken, MultiFernet
 from django.conf import settings
 
+from workflows.engine import literal_credentials
 from workflows.engine import secrets as engine_secrets
 from workflows.engine.errors import ConfigError, GraphIssue
 from workflows.engine.graph import Node
@@ -129,6 +130,8 @@ def validate(graph: Any, *, imposed_limit: bool = False) -> list[GraphIssue]:
     text = json.dumps(graph, default=str)
     credentials = known() if "secrets" in text or "credential" in text else {}
     issues += engine_secrets.check_graph(graph, credentials, _raw_keys())
+    # Credentials typed literally into an http request belong in the store (engine/literal_credentials.py).
+    issues += literal_credentials.graph_issues(graph)
     for node in graph.get("nodes") or []:
         if not isinstance(node, Mapping) or node.get("type") != "llm" or not isinstance(node.get("config"), Mapping):
             continue
