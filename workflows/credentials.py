@@ -20,7 +20,7 @@ from typing import Any
 from cryptography.fernet import Fernet, InvalidToken, MultiFernet
 from django.conf import settings
 
-from workflows.engine import literal_credentials
+from workflows.engine import literal_credentials, secret_hosts
 from workflows.engine import secrets as engine_secrets
 from workflows.engine.errors import ConfigError, GraphIssue
 from workflows.engine.graph import Node
@@ -88,6 +88,9 @@ def clean_fields(name: str, kind: str, base_url: str, models: Any) -> list[str]:
     if kind not in CredentialKind.values:
         raise CredentialError(f"kind: one of {', '.join(CredentialKind.values)}")
     if kind != CredentialKind.LLM_PROVIDER:
+        # A secret may declare the URL (its host) it is bound to: sent nowhere else.
+        if base_url and not re.match(r"^https?://[^\s/]+", base_url):
+            raise CredentialError("base_url: empty, or the http(s) URL of the only host this secret is sent to")
         return []
     if not re.match(r"^https?://[^\s]+$", base_url or ""):
         raise CredentialError("base_url: an http(s) URL, e.g. https://api.openai.com/v1")
@@ -113,6 +116,13 @@ def known() -> dict[str, str]:
     return dict(Credential.objects.values_list("name", "kind"))
 
 
+def declared_hosts(known_names: Mapping[str, str]) -> dict[str, str]:
+    """The host each secret credential is bound to (its URL), for those that declare one."""
+    rows = Credential.objects.filter(name__in=list(known_names), kind=CredentialKind.SECRET).exclude(base_url="")
+    return {name: host for name, url in rows.values_list("name", "base_url")
+            if (host := secret_hosts.host_of(url))}
+
+
 def _raw_keys() -> dict[str, frozenset[str]]:
     return {name: kind.raw_config_keys for name, kind in known_kinds().items()}
 
@@ -132,6 +142,8 @@ def validate(graph: Any, *, imposed_limit: bool = False) -> list[GraphIssue]:
     issues += engine_secrets.check_graph(graph, credentials, _raw_keys())
     # Credentials typed literally into an http request belong in the store (engine/literal_credentials.py).
     issues += literal_credentials.graph_issues(graph)
+    # A request that carries a secret names its host literally, one its credential allows.
+    issues += secret_hosts.graph_issues(graph, declared_hosts(credentials) if credentials else {})
     for node in graph.get("nodes") or []:
         if not isinstance(node, Mapping) or node.get("type") != "llm" or not isinstance(node.get("config"), Mapping):
             continue
@@ -173,5 +185,7 @@ def for_node(node: Node, raw_keys: frozenset[str]) -> tuple[engine_secrets.Secre
         provider = engine_secrets.ProviderAccount(name=row.name, base_url=row.base_url,
                                                   api_key=decrypt(row.encrypted_value),
                                                   models=tuple(row.allowed_models or ()))
-    scope = engine_secrets.SecretScope(values, scrub_also=(provider.api_key,) if provider else ())
+    hosts = {name: host for name in values if (row := rows.get(name)) is not None and row.base_url
+             and (host := secret_hosts.host_of(row.base_url))}
+    scope = engine_secrets.SecretScope(values, scrub_also=(provider.api_key,) if provider else (), hosts=hosts)
     return scope, provider
