@@ -43,6 +43,11 @@ class CredentialForm(forms.ModelForm):
         value = data.get("value") or ""
         if not self.instance.pk and not value:
             self.add_error("value", "a new credential needs a value")
+        if self.instance.pk and not value:
+            changed = credentials.destination_change(self.instance.kind, self.instance.base_url,
+                                                     str(data.get("kind") or ""), str(data.get("base_url") or ""))
+            if changed:
+                self.add_error("value", changed)
         try:
             if value:
                 credentials.check_value(value)

@@ -103,6 +103,19 @@ def clean_fields(name: str, kind: str, base_url: str, models: Any) -> list[str]:
     return list(dict.fromkeys(models))
 
 
+DESTINATION_CHANGED = ("its {what} changed: enter the value again (a stored value is never sent somewhere new "
+                       "without it)")
+
+
+def destination_change(old_kind: str, old_url: str, new_kind: str, new_url: str) -> str | None:
+    """What changed about where a credential is sent (its kind, its base URL), or None. Such a change
+    needs the value typed again: otherwise whoever may edit it could point someone else's key at a
+    server of their own."""
+    changed = [what for what, old, new in (("kind", old_kind, new_kind), ("base URL", old_url or "", new_url or ""))
+               if old != new]
+    return DESTINATION_CHANGED.format(what=" and ".join(changed)) if changed else None
+
+
 def check_value(value: str) -> str:
     if not isinstance(value, str) or not value or len(value) > MAX_VALUE_CHARS or "\x00" in value:
         raise CredentialError(f"value: 1 to {MAX_VALUE_CHARS} characters, no NUL")
