@@ -211,7 +211,9 @@ STEADYFLOW = {
     # Modules imported at start-up that register more `python` node functions (register_function),
     # so every process (web, workers) knows them: a comma-separated list of dotted module paths.
     "EXTRA_FUNCTION_MODULES": env_list("STEADYFLOW_EXTRA_FUNCTIONS", []),
-    # Outbound HTTP: private and loopback addresses are refused unless allow-listed here.
+    # Outbound HTTP: private and loopback addresses are refused unless allow-listed here: host names,
+    # host:port pairs, networks, or host:port/path-prefix (that host only under that path; `make run`
+    # admits its own demo endpoints as 127.0.0.1:<port>/demo/, workflows/engine/ssrf.py policy_for_url).
     "HTTP_ALLOWLIST": env_list("STEADYFLOW_HTTP_ALLOWLIST", []),
     # OpenAI-compatible LLM provider
     "LLM_BASE_URL": env_str("STEADYFLOW_LLM_BASE_URL", "https://api.openai.com/v1"),

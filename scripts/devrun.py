@@ -234,6 +234,16 @@ def ensure_login() -> None:
 PASSWORD = secrets.token_urlsafe(12)
 
 
+DEMO_PREFIX = "/demo/"
+
+
+def demo_allowlist(existing: str, port: int) -> str:
+    """STEADYFLOW_HTTP_ALLOWLIST for `make run`: what was set, plus this server's demo endpoints by
+    path prefix (workflows/engine/ssrf.py policy_for_url), so a workflow reaches /demo/... and nothing
+    else of the app (its webhooks, health and API answer only to their own callers)."""
+    return ",".join(filter(None, [existing, f"127.0.0.1:{port}{DEMO_PREFIX}", f"localhost:{port}{DEMO_PREFIX}"]))
+
+
 def free_port(preferred: int) -> int:
     with socket.socket() as s:
         # As the server binds: connections a previous run closed may linger in TIME_WAIT for a
@@ -282,10 +292,9 @@ def run(load_examples: bool = True) -> int:
     refuse_leftovers()
     port = free_port(int(os.environ.get("PORT", "8000")))
     os.environ.setdefault("DEBUG", "1")
-    # The demo endpoints the examples call live on this server: allow-list it for the http node.
-    allow = os.environ.get("STEADYFLOW_HTTP_ALLOWLIST", "")
-    os.environ["STEADYFLOW_HTTP_ALLOWLIST"] = ",".join(filter(None, [allow, f"127.0.0.1:{port}",
-                                                                      f"localhost:{port}"]))
+    # The demo endpoints the examples call live on this server: allow-list their path for the http
+    # node (only /demo/: not the app's own webhooks, health or API).
+    os.environ["STEADYFLOW_HTTP_ALLOWLIST"] = demo_allowlist(os.environ.get("STEADYFLOW_HTTP_ALLOWLIST", ""), port)
     os.environ.setdefault("STEADYFLOW_DEMO_ENDPOINTS", "1")
     # The examples' input defaults point at those endpoints on the port taken (load_examples).
     os.environ.setdefault("STEADYFLOW_DEMO_BASE_URL", f"http://127.0.0.1:{port}")

@@ -376,6 +376,25 @@ class Credential(models.Model):
     def __str__(self) -> str:
         return f"{self.name} ({self.kind})"
 
+    @classmethod
+    def from_db(cls, db: Any, field_names: Any, values: Any) -> Credential:
+        loaded = super().from_db(db, field_names, values)
+        # Where it was sent, and its value, as loaded: save() refuses a new destination with the old value.
+        loaded._loaded_destination = (loaded.__dict__.get("kind"), loaded.__dict__.get("base_url"),
+                                      loaded.__dict__.get("encrypted_value"))
+        return loaded
+
+    def save(self, *args: Any, **kwargs: Any) -> None:
+        loaded = getattr(self, "_loaded_destination", None)
+        if self.pk and loaded is not None and loaded[2] == self.encrypted_value:
+            from workflows.credentials.store import CredentialError, destination_change
+
+            changed = destination_change(str(loaded[0]), str(loaded[1] or ""), str(self.kind), str(self.base_url))
+            if changed:
+                raise CredentialError(f"value: {changed}")
+        super().save(*args, **kwargs)
+        self._loaded_destination = (self.kind, self.base_url, self.encrypted_value)
+
     def set_value(self, value: str) -> None:
         from workflows.credentials.crypto import encrypt
 

@@ -13,6 +13,7 @@ from typing import Any
 
 from django.utils import timezone
 
+from workflows.engine.schema_checks import schema_problem
 from workflows.models import AuditEntry, ReviewItem, ReviewReason, ReviewStatus, StepRun, WorkflowInstance
 
 RECENT_STEPS = 20
@@ -78,10 +79,24 @@ def why(item: ReviewItem, instance: WorkflowInstance) -> dict[str, Any]:
         facts["ttl_s"] = (instance.deadline - instance.created_at).total_seconds() if instance.deadline else None
     elif item.reason == ReviewReason.HUMAN_TASK:
         facts["prompt"] = details.get("prompt", "")
-        facts["inputs"] = details.get("inputs") or {}
+        facts["inputs"] = shown_inputs(details.get("inputs") or {})
     if details.get("node"):
         facts["node"] = details["node"]
     return facts
+
+
+def shown_inputs(declared: Any) -> dict[str, Any]:
+    """A human task's declared inputs for the review form. A schema stored before schemas were checked
+    at save (engine/schema_checks.py) that is not one becomes a plain JSON field saying so (the approval
+    refuses it with the same words), so neither the page nor its script trips on it."""
+    if not isinstance(declared, dict):
+        return {}
+    out: dict[str, Any] = {}
+    for name, schema in declared.items():
+        problem = schema_problem(schema)
+        out[str(name)] = ({"title": str(name), "description": f"This input's declared schema {problem}."}
+                          if problem else schema)
+    return out
 
 
 def node_states(instance: WorkflowInstance) -> dict[str, dict[str, Any]]:

@@ -35,6 +35,7 @@ from workflows.authoring.definitions import save_version
 from workflows.models import BreakerState, Credential, LLMCacheEntry, ReviewItem, WorkflowInstance
 from workflows.operators import review
 from workflows.roles import ensure_roles
+from workflows.triggers import action_links
 
 ROLES = ("anonymous", "nobody", "viewer", "designer", "operator", "outsider", "superuser")
 SLUG = "payments"
@@ -257,6 +258,28 @@ MATRIX: dict[str, list[Action]] = {
     "review-next": [Action("GET", lambda w: f"/review/next/?after={w.ids['task_item']}",
                            row(302, 403, 302, 302, 302, 302, 302))],
     "api-reviews": [api("GET", lambda w: "/api/reviews?reason=human_task", VIEW_API)],
+    # A notice's signed link: a confirm page for whoever may see the item (the decision is its POST,
+    # with the inbox's rules: tests/triggers/test_action_links.py).
+    "review-action": [Action("GET", lambda w: action_links.path_for(w.ids["halt_item"], "approve"), VIEW_PAGE)],
+    # The MCP tool picker reaches out with a server's token: designers only.
+    "api-mcp-servers": [api("GET", lambda w: "/api/mcp/servers", row(401, 403, 403, 200, 403, 403, 200))],
+    "api-mcp-tools": [api("GET", lambda w: "/api/mcp/servers/nope/tools", row(401, 403, 403, 404, 403, 403, 404))],
+    # Evaluations: everyone who sees graphs reads them; designers import datasets and evaluate.
+    "evaluations": [Action("GET", lambda w: f"/workflows/{SLUG}/evaluations/", VIEW_PAGE),
+                    Action("POST", lambda w: f"/workflows/{SLUG}/evaluations/", DESIGN_PAGE,
+                           {"form": "dataset", "name": "ds", "jsonl": '{"input": {}}'})],
+    "evaluation": [Action("GET", lambda w: "/evaluations/999999/", row(302, 403, 404, 404, 404, 404, 404))],
+    "api-datasets": [api("GET", lambda w: f"/api/workflows/{SLUG}/datasets", VIEW_API),
+                     api("POST", lambda w: f"/api/workflows/{SLUG}/datasets", DESIGN_API,
+                         {"name": "ds", "jsonl": '{"input": {}}'})],
+    "api-dataset-export": [api("GET", lambda w: f"/api/workflows/{SLUG}/datasets/none",
+                               row(401, 403, 404, 404, 404, 404, 404))],
+    "api-evaluations": [api("GET", lambda w: f"/api/workflows/{SLUG}/evaluations", VIEW_API),
+                        api("POST", lambda w: f"/api/workflows/{SLUG}/evaluations",
+                            row(401, 403, 403, 400, 403, 403, 400), {"dataset": "none"})],
+    "api-evaluation": [api("GET", lambda w: "/api/evaluations/999999", row(401, 403, 404, 404, 404, 404, 404))],
+    "api-evaluation-compare": [api("GET", lambda w: "/api/evaluations/999999/compare/999998",
+                                   row(401, 403, 404, 404, 404, 404, 404))],
     "login": [Action("GET", lambda w: "/accounts/login/", PUBLIC)],
     "logout": [Action("POST", lambda w: "/accounts/logout/", row(302, 302, 302, 302, 302, 302, 302))],
     "api-not-found": [api("GET", lambda w: "/api/nothing/here", row(404, 404, 404, 404, 404, 404, 404))],

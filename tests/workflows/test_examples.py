@@ -95,8 +95,10 @@ def demo(settings: Any) -> Iterator[DemoServer]:
 def running(processes: Any, demo: DemoServer, user_in: Any) -> tuple[Client, Any]:
     """The examples loaded, every worker up, and an operator's API client."""
     call_command("load_examples", stdout=io.StringIO())
+    # As `make run` allow-lists its own demo endpoints: the host only under /demo/ (scripts/devrun.py).
+    allow = demo.base.removeprefix("http://") + "/demo/"
     for queue in ("default", "io", "ai"):
-        processes.worker(queue, env={"STEADYFLOW_HTTP_ALLOWLIST": "127.0.0.1"})
+        processes.worker(queue, env={"STEADYFLOW_HTTP_ALLOWLIST": allow})
     processes.scheduler()
     operator = user_in("operators", "olga")
     client = Client()

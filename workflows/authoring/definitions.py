@@ -8,6 +8,7 @@ from django.db import transaction
 from django.db.models import Max
 from django.utils.text import slugify
 
+from workflows.authoring.plans import is_generated
 from workflows.credentials.store import validate as validate_graph
 from workflows.engine.errors import GraphInvalid, GraphIssue
 from workflows.models import WorkflowDefinition, WorkflowVersion
@@ -34,12 +35,23 @@ def self_references(slug: str, graph: Any) -> list[GraphIssue]:
             and isinstance(node.get("config"), dict) and node["config"].get("workflow") == slug]
 
 
+def generated_targets(graph: Any) -> list[GraphIssue]:
+    """A subworkflow node may not start a definition the planner generated (workflows/authoring/plans.py): a plan
+    runs only as its planner step's child, within the bounds that step gave it."""
+    nodes = graph.get("nodes") if isinstance(graph, dict) else None
+    return [GraphIssue(f"node '{node.get('id')}': a sub-workflow may not start the generated plan definition "
+                       f"'{node['config']['workflow']}'", node=str(node.get("id")), field="config.workflow")
+            for node in nodes or [] if isinstance(node, dict) and node.get("type") == "subworkflow"
+            and isinstance(node.get("config"), dict) and isinstance(node["config"].get("workflow"), str)
+            and is_generated(node["config"]["workflow"])]
+
+
 def save_version(slug: str, graph: dict[str, Any], *, name: str | None = None, description: str | None = None,
                  message: str = "", user: Any = None) -> WorkflowVersion:
     """Validate and save `graph` as the next version of the definition `slug` (created if new)."""
     if not slug or slugify(slug) != slug:
         raise GraphInvalid([GraphIssue(f"slug {slug!r} is not valid: use lowercase letters, digits and -")])
-    issues = validate_graph(graph) + self_references(slug, graph)
+    issues = validate_graph(graph) + self_references(slug, graph) + generated_targets(graph)
     if issues:
         raise GraphInvalid(issues)
     user = user if getattr(user, "pk", None) else None

@@ -20,8 +20,9 @@ class CredentialForm(forms.ModelForm):
         widget=forms.PasswordInput(render_value=False, attrs={"autocomplete": "new-password"}),
         help_text="Write-only: never shown again after saving. Leave empty to keep the stored value.")
     base_url = forms.URLField(required=False, max_length=500, assume_scheme="https", label="Base URL",
-                              help_text="LLM providers only: an OpenAI-compatible endpoint, e.g. "
-                                        "https://api.openai.com/v1")
+                              help_text="LLM providers: an OpenAI-compatible endpoint, e.g. "
+                                        "https://api.openai.com/v1. Secrets (optional): a URL of the only "
+                                        "host the secret may be sent to.")
     allowed_models_text = forms.CharField(
         required=False, label="Allowed models",
         help_text="LLM providers only: model names separated by commas or spaces (empty: any model).")
@@ -42,6 +43,11 @@ class CredentialForm(forms.ModelForm):
         value = data.get("value") or ""
         if not self.instance.pk and not value:
             self.add_error("value", "a new credential needs a value")
+        if self.instance.pk and not value:
+            changed = credentials.destination_change(self.instance.kind, self.instance.base_url,
+                                                     str(data.get("kind") or ""), str(data.get("base_url") or ""))
+            if changed:
+                self.add_error("value", changed)
         try:
             if value:
                 credentials.check_value(value)
@@ -58,8 +64,6 @@ class CredentialForm(forms.ModelForm):
         credential: Credential = super().save(commit=False)
         credential.allowed_models = (self.cleaned_data.get("allowed_models") or []
                                      if credential.kind == CredentialKind.LLM_PROVIDER else [])
-        if credential.kind != CredentialKind.LLM_PROVIDER:
-            credential.base_url = ""
         value = self.cleaned_data.get("value")
         if value:
             credential.set_value(value)

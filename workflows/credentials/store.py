@@ -19,6 +19,7 @@ from typing import Any
 
 from workflows.credentials.crypto import decrypt, fernet
 from workflows.credentials.crypto import encrypt as encrypt  # re-exported: callers written before the split
+from workflows.engine import literal_credentials, secret_hosts
 from workflows.engine import secrets as engine_secrets
 from workflows.engine.errors import ConfigError, GraphIssue
 from workflows.engine.graph import Node
@@ -68,6 +69,9 @@ def clean_fields(name: str, kind: str, base_url: str, models: Any) -> list[str]:
             raise CredentialError("base_url: the MCP server's http(s) endpoint, e.g. https://mcp.example.com/mcp")
         return []
     if kind != CredentialKind.LLM_PROVIDER:
+        # A secret may declare the URL (its host) it is bound to: sent nowhere else.
+        if base_url and not re.match(r"^https?://[^\s/]+", base_url):
+            raise CredentialError("base_url: empty, or the http(s) URL of the only host this secret is sent to")
         return []
     if not re.match(r"^https?://[^\s]+$", base_url or ""):
         raise CredentialError("base_url: an http(s) URL, e.g. https://api.openai.com/v1")
@@ -78,6 +82,19 @@ def clean_fields(name: str, kind: str, base_url: str, models: Any) -> list[str]:
         raise CredentialError(f"models: at most {MAX_MODELS} plain model names (letters, digits, ._:/@+-), "
                               "each at most 100 characters")
     return list(dict.fromkeys(models))
+
+
+DESTINATION_CHANGED = ("its {what} changed: enter the value again (a stored value is never sent somewhere new "
+                       "without it)")
+
+
+def destination_change(old_kind: str, old_url: str, new_kind: str, new_url: str) -> str | None:
+    """What changed about where a credential is sent (its kind, its base URL), or None. Such a change
+    needs the value typed again: otherwise whoever may edit it could point someone else's key at a
+    server of their own."""
+    changed = [what for what, old, new in (("kind", old_kind, new_kind), ("base URL", old_url or "", new_url or ""))
+               if old != new]
+    return DESTINATION_CHANGED.format(what=" and ".join(changed)) if changed else None
 
 
 def check_value(value: str) -> str:
@@ -91,6 +108,13 @@ def check_value(value: str) -> str:
 def known() -> dict[str, str]:
     """Every credential's name and kind (never a value)."""
     return dict(Credential.objects.values_list("name", "kind"))
+
+
+def declared_hosts(known_names: Mapping[str, str]) -> dict[str, str]:
+    """The host each secret credential is bound to (its URL), for those that declare one."""
+    rows = Credential.objects.filter(name__in=list(known_names), kind=CredentialKind.SECRET).exclude(base_url="")
+    return {name: host for name, url in rows.values_list("name", "base_url")
+            if (host := secret_hosts.host_of(url))}
 
 
 def _raw_keys() -> dict[str, frozenset[str]]:
@@ -110,6 +134,10 @@ def validate(graph: Any, *, imposed_limit: bool = False) -> list[GraphIssue]:
     text = json.dumps(graph, default=str)
     credentials = known() if "secrets" in text or "credential" in text or "mcp" in text else {}
     issues += engine_secrets.check_graph(graph, credentials, _raw_keys())
+    # Credentials typed literally into an http request belong in the store (engine/literal_credentials.py).
+    issues += literal_credentials.graph_issues(graph)
+    # A request that carries a secret names its host literally, one its credential allows.
+    issues += secret_hosts.graph_issues(graph, declared_hosts(credentials) if credentials else {})
     for node in graph.get("nodes") or []:
         if not isinstance(node, Mapping) or node.get("type") != "llm" or not isinstance(node.get("config"), Mapping):
             continue
@@ -156,5 +184,7 @@ def for_node(node: Node, raw_keys: frozenset[str]) -> tuple[engine_secrets.Secre
         provider = engine_secrets.ProviderAccount(name=row.name, base_url=row.base_url,
                                                   api_key=decrypt(row.encrypted_value),
                                                   models=tuple(row.allowed_models or ()))
-    scope = engine_secrets.SecretScope(values, scrub_also=(provider.api_key,) if provider else ())
+    hosts = {name: host for name in values if (row := rows.get(name)) is not None and row.base_url
+             and (host := secret_hosts.host_of(row.base_url))}
+    scope = engine_secrets.SecretScope(values, scrub_also=(provider.api_key,) if provider else (), hosts=hosts)
     return scope, provider

@@ -112,14 +112,22 @@ class SecretScope:
     """The secrets one step attempt may send: `values` by name (only those its config references),
     plus other values to scrub from what comes back (a provider account's key)."""
 
-    def __init__(self, values: Mapping[str, str], *, scrub_also: Iterable[str] = ()) -> None:
+    def __init__(self, values: Mapping[str, str], *, scrub_also: Iterable[str] = (),
+                 hosts: Mapping[str, str] | None = None) -> None:
         self._values = dict(values)
+        # The host each secret is bound to, for credentials that declare one (engine/secret_hosts.py).
+        self.hosts = {name: host for name, host in (hosts or {}).items() if name in self._values and host}
         self._nonce = random_tokens.token_hex(8)
         self._placeholder = re.compile(r"\u27e6secret:(" + NAME_PATTERN + r"):" + self._nonce + r"\u27e7")
         self._scrub = _variants((*self._values.values(), *scrub_also))
 
     def __bool__(self) -> bool:
         return bool(self._scrub)
+
+    @property
+    def sends_secrets(self) -> bool:
+        """Whether this attempt holds any secret to send (not only a provider key to scrub)."""
+        return bool(self._values)
 
     def protect(self, value: Any) -> Any:
         """References -> this attempt's placeholders (before template rendering)."""
@@ -230,6 +238,11 @@ def check_graph(graph: Mapping[str, Any], credentials: Mapping[str, str],
                     else "does not exist"
                 issues.append(GraphIssue(f"node '{node_id}': MCP server credential '{server}' {what}",
                                          node=node_id, field=where))
+        if kind == "planner" and isinstance(config.get("allowed_credentials"), list):
+            for name in config["allowed_credentials"]:
+                if name not in credentials:
+                    issues.append(GraphIssue(f"node '{node_id}': allowed credential '{name}' does not exist",
+                                             node=node_id, field=f"{prefix}.allowed_credentials"))
         if kind == "llm" and config.get("credential") is not None:
             provider = config.get("credential")
             if not isinstance(provider, str) or credentials.get(provider) != "llm_provider":

@@ -13,7 +13,7 @@ from __future__ import annotations
 import ipaddress
 import socket
 from collections.abc import Callable, Iterable
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from urllib.parse import urlsplit
 
 from workflows.engine.errors import OutboundBlocked
@@ -82,9 +82,10 @@ class Policy:
     """Where an outbound request may go.
 
     `allowlist` holds host names, `host:port` pairs and networks (STEADYFLOW_HTTP_ALLOWLIST) that may
-    be internal. `trusted` is for targets the operator configured in settings (the LLM base URL): any
-    address is allowed, but resolution is still pinned and every other limit applies. URLs typed
-    into graphs are never trusted.
+    be internal; a `host:port/prefix` entry admits its host only for paths under the prefix
+    (`policy_for_url` applies it per request). `trusted` is for targets the operator configured in
+    settings (the LLM base URL): any address is allowed, but resolution is still pinned and every
+    other limit applies. URLs typed into graphs are never trusted.
     """
 
     allowlist: tuple[str, ...] = ()
@@ -107,6 +108,54 @@ def _allowed(host: str, port: int, addresses: Iterable[str], allowlist: Iterable
         if all(ip is not None and ip in network for ip in parsed):
             return True
     return False
+
+
+def _normalized_path(raw: str) -> str | None:
+    """A URL path with its dot segments removed (as the client sends it), or None when it hides a
+    separator or a dot segment in percent-encoding or a backslash (never admitted under a prefix)."""
+    lowered = raw.lower()
+    if "%2f" in lowered or "%2e" in lowered or "%5c" in lowered or "\\" in raw:
+        return None
+    out: list[str] = []
+    for segment in raw.split("/"):
+        if segment == "..":
+            if len(out) > 1:
+                out.pop()
+        elif segment != ".":
+            out.append(segment)
+    path = "/".join(out)
+    if raw.endswith(("/.", "/..")):
+        path += "/"
+    return path if path.startswith("/") else "/" + path
+
+
+def policy_for_url(policy: Policy, url: str) -> Policy:
+    """The policy for one request: allow-list entries with a path prefix (`host:port/prefix/`) admit
+    their host only when the URL's path is under the prefix (then they count as `host:port`);
+    elsewhere they are left out. Entries without a path apply to every URL, as before."""
+    if not any("/" in entry and not _is_network(entry) for entry in policy.allowlist):
+        return policy
+    try:
+        path = _normalized_path(urlsplit(url).path or "/")
+    except ValueError:
+        path = None
+    entries = []
+    for entry in policy.allowlist:
+        if "/" not in entry or _is_network(entry):
+            entries.append(entry)
+            continue
+        hostport, _, prefix = entry.strip().partition("/")
+        if path is not None and path.startswith("/" + prefix):
+            entries.append(hostport)
+    return replace(policy, allowlist=tuple(entries))
+
+
+def _is_network(entry: str) -> bool:
+    try:
+        ipaddress.ip_network(entry.strip(), strict=False)
+    except ValueError:
+        return False
+    return True
 
 
 def check_addresses(host: str, port: int, addresses: list[str], policy: Policy) -> None:

@@ -18,7 +18,7 @@ from typing import Any
 
 import jsonschema
 
-from workflows.engine import activations, expressions, inputs, limits, route_checks, samples
+from workflows.engine import activations, compensation_checks, expressions, inputs, limits, route_checks, samples
 from workflows.engine.errors import ExpressionError, GraphInvalid, GraphIssue
 from workflows.engine.graph import Edge, Graph, GraphSettings
 from workflows.engine.nodes import known_kinds
@@ -290,6 +290,8 @@ def _node_config_issues(raw: dict[str, Any], node_id: str, kind: Any) -> list[Gr
     if "sample" in raw:
         config_issues += [GraphIssue(f"node '{node_id}': {problem}", node=node_id, field="sample")
                           for problem in samples.sample_issues(raw["sample"])]
+    # A compensation runs as a node of its own: checked as one (engine/compensation_checks.py).
+    config_issues += compensation_checks.compensation_issues(node_id, raw.get("compensate"), known_kinds())
     fallback = raw.get("fallback")
     if fallback and fallback.get("mode") == "rule" and "route" not in fallback and "output" not in fallback:
         config_issues.append(GraphIssue(f"node '{node_id}': a rule fallback needs a route or an output",

@@ -8,6 +8,7 @@ from typing import Any
 from django import forms
 
 from workflows.engine import limits, strict_json
+from workflows.engine.schema_checks import schema_problem
 from workflows.models import ReviewItem
 from workflows.operators import review
 
@@ -26,9 +27,15 @@ class JSONTextField(forms.CharField):
     """A declared input whose schema is not a simple scalar: typed as JSON."""
 
 
-def _field_for(name: str, schema: dict[str, Any]) -> forms.Field:
-    label = schema.get("title") or name
-    help_text = schema.get("description", "")
+def _field_for(name: str, schema: Any) -> forms.Field:
+    problem = schema_problem(schema)
+    if problem:
+        # Stored before schemas were checked at save: shown as a plain JSON field saying why (the
+        # approval is refused with the same message; the task can still be rejected).
+        return JSONTextField(label=f"{name} (JSON)", help_text=f"This input's declared schema {problem}.",
+                             required=False, widget=forms.Textarea(attrs={"rows": 3, "class": "mono"}))
+    label = str(schema.get("title") or name)
+    help_text = str(schema.get("description", ""))
     kind = schema.get("type")
     if "enum" in schema:
         return forms.ChoiceField(choices=[(v, v) for v in schema["enum"]], label=label, help_text=help_text,

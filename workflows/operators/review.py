@@ -22,6 +22,7 @@ from django.utils import timezone
 from workflows import runtime
 from workflows.engine import activations, limits
 from workflows.engine.errors import ExpressionError
+from workflows.engine.schema_checks import schema_problem
 from workflows.engine.statuses import InstanceStatus, StepStatus
 from workflows.models import AuditEntry, ReviewItem, ReviewStatus, StepRun, WorkflowInstance
 
@@ -247,6 +248,11 @@ def _answer_human(tr: runtime.UnitOfWork, item: ReviewItem, user: Any, decision:
         for name, schema in declared.items():
             if name not in inputs:
                 raise ReviewError(f"input '{name}' is required")
+            # A graph stored before schemas were checked at save may declare one that is not a schema:
+            # refused with a 4xx naming it (the task can still be rejected or cancelled).
+            problem = schema_problem(schema)
+            if problem:
+                raise ReviewError(f"input '{name}': its declared schema {problem}; reject or cancel the task")
             try:
                 jsonschema.validate(inputs[name], schema)
             except jsonschema.ValidationError as exc:

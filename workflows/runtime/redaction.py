@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from workflows.engine import literal_credentials
 from workflows.engine.secrets import SecretScope
 from workflows.runtime.records import Claim
 
@@ -22,6 +23,8 @@ def redacted_config(rendered: dict[str, Any], scope: SecretScope | None) -> dict
     """A rendered config as a record or a page may show it: secret references as
     `{{ secrets.NAME }}`, never values (engine/secrets.py), and secret-looking headers masked."""
     config = dict(scope.masked(rendered) if scope is not None else rendered)
+    # Credential-named values that came from data (`?api_key={{ input.k }}`): masked too.
+    config = literal_credentials.masked_request(config)
     if isinstance(config.get("headers"), dict):
         config["headers"] = {
             k: ("***" if any(word in k.lower() for word in _SECRET_HEADER_WORDS) else v)

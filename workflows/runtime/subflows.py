@@ -89,10 +89,17 @@ def children_of(step_id: int) -> list[WorkflowInstance]:
     return list(WorkflowInstance.objects.filter(parent_step_id=step_id).order_by("id"))
 
 
-def version_to_run(workflow: str, version: int | None) -> WorkflowVersion:
+def version_to_run(workflow: str, version: int | None, *, own_plan: bool = False) -> WorkflowVersion:
+    """The version a subworkflow step starts. An archived definition is not started, nor a generated
+    plan definition (workflows/authoring/plans.py), except by the planner step that recorded it (`own_plan`)."""
     definition = WorkflowDefinition.objects.filter(slug=workflow).first()
     if definition is None:
         raise PermanentStepError(f"sub-workflow '{workflow}' does not exist")
+    if not own_plan and plans.is_generated(workflow):
+        raise PermanentStepError(f"sub-workflow '{workflow}' is a generated plan definition: only its planner "
+                                 "step starts it")
+    if not own_plan and definition.archived:
+        raise PermanentStepError(f"sub-workflow '{workflow}' is archived: unarchive it to start it")
     found: WorkflowVersion | None = (definition.versions.filter(number=version).first() if version is not None
                                      else definition.latest_version())
     if found is None:
@@ -115,7 +122,9 @@ class StepSubflows:
         children = children_of(step.pk)
         if children and children[-1].status not in CHILD_FAILED:
             return as_child_run(children[-1])  # replayed (a lost worker, a requeue): the same child
-        target = version_to_run(workflow, version)
+        # A planner step starts only the plan it recorded, under its own generated definition.
+        own_plan = step.node_type == "planner" and workflow == self.plan_slug()
+        target = version_to_run(workflow, version, own_plan=own_plan)
         parent = self.claim.instance
         user = parent.created_by if parent.created_by_id else None
         key = f"subflow:{step.idempotency_key}:{len(children) + 1}"

@@ -3,7 +3,7 @@ from __future__ import annotations
 import json
 from typing import Any, ClassVar
 
-from workflows.engine import limits, outbound
+from workflows.engine import limits, outbound, secret_hosts
 from workflows.engine.errors import PermanentStepError, StepError, StepTimeout
 from workflows.engine.nodes.base import NodeKind, NodeResult, StepCall
 from workflows.engine.nodes.registry import register
@@ -55,6 +55,9 @@ class Http(NodeKind):
         config = call.config
         shown = str(scope.masked(str(config["url"])))
         url = str(scope.reveal(str(config["url"])))
+        if scope.sends_secrets:
+            # Secrets go only to the host the graph names and their credentials allow (engine/secret_hosts.py).
+            secret_hosts.check_host(call.node.id, str(call.node.config.get("url", "")), url, scope.hosts)
         # Header names are case-insensitive: a configured "idempotency-key" must not travel next to the
         # step's own (the server would see two keys), and a configured traceparent wins in any case.
         headers = {str(k): str(scope.reveal(v)) for k, v in (config.get("headers") or {}).items()

@@ -2,9 +2,11 @@ from __future__ import annotations
 
 from typing import Any, ClassVar
 
-from workflows.engine.errors import PermanentStepError
+from workflows.engine.errors import GraphIssue, PermanentStepError
+from workflows.engine.graph import Graph, Node
 from workflows.engine.nodes.base import NodeKind, NodeResult, StepCall
 from workflows.engine.nodes.registry import register
+from workflows.engine.schema_checks import human_inputs_issues
 
 
 @register
@@ -30,6 +32,10 @@ class Human(NodeKind):
             },
         },
     }
+
+    def check(self, node: Node, graph: Graph) -> list[GraphIssue]:
+        # Each declared input is a JSON Schema the review form and the approval validate against.
+        return human_inputs_issues(node.id, node.config)
 
     def run(self, call: StepCall) -> NodeResult:
         # Never reached: activation parks the step and opens a review item; the answer completes it.

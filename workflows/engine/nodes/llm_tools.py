@@ -40,6 +40,7 @@ import jsonschema
 from workflows.engine import limits
 from workflows.engine.errors import GraphIssue, PermanentStepError
 from workflows.engine.graph import Node
+from workflows.engine.schema_checks import schema_problem
 
 TOOL_PREFIX = "tool:"
 # StepRun.node_id is 64 characters: `tool:<node>:<tool>` must fit.
@@ -143,11 +144,9 @@ def check_tools(node: Node, *, function_exists: Any, check_http: Any) -> list[Gr
             issue(f"node id and tool name together must be at most {MAX_STEP_NODE_ID - len(TOOL_PREFIX) - 1} "
                   "characters", f"{where}.name")
         parameters = tool.get("parameters")
-        if parameters is not None:
-            try:
-                jsonschema.validators.validator_for(parameters).check_schema(parameters)
-            except jsonschema.SchemaError as exc:
-                issue(f"parameters is not a valid JSON Schema: {exc.message}", f"{where}.parameters")
+        problem = schema_problem(parameters) if parameters is not None else None
+        if problem:
+            issue(f"parameters {problem}", f"{where}.parameters")
         target = tool.get("target") or {}
         if target.get("type") == "python" and not function_exists(str(target.get("function"))):
             issue(f"function '{target.get('function')}' is not registered", f"{where}.target.function")

@@ -16,7 +16,7 @@ from __future__ import annotations
 
 from typing import Any, ClassVar
 
-from workflows.engine import limits, outbound, planner, providers
+from workflows.engine import limits, outbound, plan_checks, planner, providers
 from workflows.engine.errors import ConfigError, GraphIssue, PermanentStepError
 from workflows.engine.functions import describe_functions
 from workflows.engine.graph import Graph, Node
@@ -38,7 +38,8 @@ class Planner(NodeKind):
     label = "Planner"
     icon = "✧"
     color = "#7c3aed"
-    raw_config_keys: ClassVar[frozenset[str]] = frozenset({"script", "credential", "allowed_functions"})
+    raw_config_keys: ClassVar[frozenset[str]] = frozenset({"script", "credential", "allowed_functions",
+                                                           "allowed_credentials"})
     config_schema: ClassVar[dict[str, Any]] = {
         "type": "object",
         "required": ["objective"],
@@ -54,6 +55,10 @@ class Planner(NodeKind):
                           "title": "Largest plan (nodes)"},
             "allowed_functions": {"type": "array", "items": {"type": "string", "minLength": 1}, "uniqueItems": True,
                                   "maxItems": 200, "title": "Functions the plan may call (empty: any registered)"},
+            # Credentials the plan may use ({{ secrets.NAME }}, an llm node's provider); none if empty.
+            "allowed_credentials": {"type": "array", "items": {"type": "string", "minLength": 1, "maxLength": 64},
+                                    "uniqueItems": True, "maxItems": 50,
+                                    "title": "Credentials the plan may use (empty: none)"},
             "input": {"type": "object", "title": "The plan's start input (name → value; templates allowed)"},
             "save_as": {"type": "string", "minLength": 1, "title": "Save the plan's result in the context as"},
             "max_depth": {**limits.number(1, limits.MAX_SUBWORKFLOW_DEPTH, integer=True),
@@ -122,15 +127,12 @@ class Planner(NodeKind):
         except planner.PlanRejected as exc:
             raise PermanentStepError(f"node '{node_id}': the plan was refused: {exc}",
                                      details={"reply": (reply.text or "")[:500]}) from None
-        if allowed is not None:
-            for node in graph.get("nodes") or []:
-                name = (node.get("config") or {}).get("function") if isinstance(node, dict) else None
-                if node.get("type") == "python" and name not in allowed:
-                    raise PermanentStepError(
-                        f"node '{node_id}': the plan was refused: node '{node.get('id')}' calls '{name}', not one "
-                        f"of the allowed functions ({', '.join(allowed)})",
-                        details={"plan": graph, "issues": [{"message": f"function '{name}' is not allowed",
-                                                            "node": node.get("id"), "field": "config.function"}]})
+        # The planner's own restrictions, over every node, tool target and compensation
+        # (engine/plan_checks.py); the full validation of a saved graph follows in record_plan.
+        refused = plan_checks.plan_issues(graph, allowed, tuple(config.get("allowed_credentials") or ()))
+        if refused:
+            raise PermanentStepError(f"node '{node_id}': the plan was refused: {planner.plan_issues_text(refused)}",
+                                     details={"plan": graph, "issues": [i.as_dict() for i in refused]})
         graph["settings"] = bounded(graph.get("settings"), call.subflows.remaining())
         model = "scripted" if reply.model == "scripted" else str(config.get("model") or reply.model or DEFAULT_MODEL)
         usage = planner.usage_of(reply.usage, model, call.engine.llm_prices)

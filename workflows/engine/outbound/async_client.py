@@ -105,6 +105,8 @@ async def request(method: str, url: str, *, policy: ssrf.Policy, timeout_s: floa
     seconds = clamp_timeout(timeout_s)
     ssrf.split_url(url)
     target = URL(url)
+    # Path-prefix allow-list entries, judged on the URL as it is sent.
+    policy = ssrf.policy_for_url(policy, str(target))
     literal = ssrf.parse_address(target.raw_host or "")
     if literal is not None:  # aiohttp connects to an IP literal without asking the resolver
         ssrf.resolve_checked(str(literal), target.port or 0, policy)

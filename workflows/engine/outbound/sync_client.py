@@ -159,6 +159,8 @@ def request(method: str, url: str, *, policy: ssrf.Policy, timeout_s: float,
     ResponseTooLarge, UndecodableBody or TransportFailed."""
     deadline = Deadline(clamp_timeout(timeout_s))
     built = build_request(method, url, headers=headers, params=params, json=json, content=content)
+    # Path-prefix allow-list entries, judged on the URL as it is sent.
+    policy = ssrf.policy_for_url(policy, str(built.url))
     target = httpcore.URL(scheme=built.url.raw_scheme, host=built.url.raw_host, port=built.url.port,
                           target=built.url.raw_path)
     seconds = deadline.seconds
