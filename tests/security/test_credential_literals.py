@@ -121,3 +121,13 @@ def test_step_inputs_never_hold_a_rendered_secret_or_a_credential_from_data(redi
     recorded = json.dumps(step.input)
     assert secret not in recorded and from_data not in recorded, recorded
     assert "{{ secrets.crm_token }}" in recorded and "shown-as-is" in recorded
+
+
+def test_the_recorded_url_keeps_everything_it_does_not_mask() -> None:
+    from workflows.engine.literal_credentials import masked_request
+
+    url = "http://h.example/p?t={{ secrets.crm_token }}&q=a+b&api_key=from-data&x=%20y"
+    assert masked_request({"url": url})["url"] == ("http://h.example/p?t={{ secrets.crm_token }}&q=a+b&api_key=***"
+                                                   "&x=%20y")
+    assert masked_request({"url": "https://bob:pw-from-data@h.example/"})["url"] == "https://bob:***@h.example/"
+    assert masked_request({"url": "http://h.example/?q=1"})["url"] == "http://h.example/?q=1"

@@ -24,7 +24,7 @@ import re
 from collections import Counter
 from collections.abc import Iterator, Mapping
 from typing import Any
-from urllib.parse import parse_qsl, urlencode, urlsplit, urlunsplit
+from urllib.parse import parse_qsl, unquote_plus, urlsplit, urlunsplit
 
 from workflows.engine.errors import GraphIssue
 from workflows.engine.secrets import REFERENCE
@@ -178,18 +178,25 @@ def _mask_value(name: str, value: Any) -> Any:
 
 
 def _masked_url(url: str) -> str:
+    """The URL with a password and credential-named (or key-like) query values masked; every other
+    part kept exactly as written."""
     try:
         parts = urlsplit(url)
-        query = parse_qsl(parts.query, keep_blank_values=True)
-        netloc = parts.netloc
-        if parts.password:
-            netloc = f"{parts.username}:{MASK}@{parts.hostname}{f':{parts.port}' if parts.port else ''}"
+        password = parts.password
     except ValueError:
         return url
-    if not query and netloc == parts.netloc:
+    netloc = parts.netloc
+    if password:
+        netloc = netloc.replace(f":{password}@", f":{MASK}@", 1)
+    pieces = []
+    for piece in parts.query.split("&") if parts.query else []:
+        name, sep, value = piece.partition("=")
+        shown = _mask_value(unquote_plus(name), unquote_plus(value)) if sep else value
+        pieces.append(f"{name}={MASK}" if sep and shown == MASK else piece)
+    query = "&".join(pieces)
+    if netloc == parts.netloc and query == parts.query:
         return url
-    shown = urlencode([(k, _mask_value(k, v)) for k, v in query], safe="*{}% ")
-    return urlunsplit((parts.scheme, netloc, parts.path, shown, parts.fragment))
+    return urlunsplit((parts.scheme, netloc, parts.path, query, parts.fragment))
 
 
 def masked_request(config: Mapping[str, Any]) -> dict[str, Any]:
