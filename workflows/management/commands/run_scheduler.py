@@ -9,9 +9,8 @@ import django_rq
 from django.conf import settings
 from django.core.management.base import BaseCommand
 from django.db import close_old_connections
-from django.utils import timezone
 
-from workflows import reconciler
+from workflows import clock, reconciler
 from workflows.health import scheduler_beat
 from workflows.redis_outage import REDIS_ERRORS, Backoff, Outage, pause
 from workflows.triggers import tick as triggers
@@ -47,6 +46,7 @@ class Command(BaseCommand):
         signal.signal(signal.SIGTERM, stop)
         signal.signal(signal.SIGINT, stop)
         outage = Outage(log, "scheduler")
+        clock.register("scheduler")  # its offset to the database's clock, logged at start when skewed
         log.info("scheduler started", extra={"tick_s": interval})
         backoff = Backoff()
         while not stopping:
@@ -63,7 +63,7 @@ class Command(BaseCommand):
                 if report:
                     log.info("tick: %s", report)
                 # Schedules and notification retries: time passed in (tests drive it with a fake clock).
-                fired = triggers.tick(timezone.now())
+                fired = triggers.tick(clock.now())
                 if fired:
                     log.info("triggers: %s", fired)
             except REDIS_ERRORS as exc:
