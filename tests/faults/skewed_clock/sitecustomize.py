@@ -35,6 +35,8 @@ def _install(shift_s: float) -> None:
             return issubclass(sub, real_datetime)
 
     class datetime(real_datetime, metaclass=_Meta):  # noqa: N801 - stands in for datetime.datetime
+        __slots__ = ()  # the real one's size: C extensions (psycopg) check it when they import it
+
         @classmethod
         def now(cls, tz: Any = None) -> Any:
             return real_datetime.now(tz) + delta
