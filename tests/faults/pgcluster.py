@@ -36,13 +36,21 @@ def free_port() -> int:
 
 
 class PrivateCluster:
-    def __init__(self) -> None:
+    """`small_disk_mb`: the data directory on a tmpfs of that size (root only: it mounts one) and the
+    WAL outside it, so `fill_disk()` makes the database's writes fail with "No space left on device"
+    (relation files cannot grow) without the PANIC a full WAL disk is (a crash, tested separately)."""
+
+    def __init__(self, small_disk_mb: int | None = None) -> None:
         found = bin_dir()
         if found is None:
             raise RuntimeError("no PostgreSQL server binaries (initdb, pg_ctl) on this machine")
         self.bin = found
         self.dir = Path(tempfile.mkdtemp(prefix="sf-pg-"))
+        self.small_disk_mb = small_disk_mb
+        self.mount: Path | None = None
+        self.filler: Path | None = None
         self.data = self.dir / "data"
+        self.wal = self.dir / "wal"
         self.log = self.dir / "server.log"
         self.port = free_port()
         self.as_postgres = os.geteuid() == 0
@@ -60,8 +68,16 @@ class PrivateCluster:
         return subprocess.run(command, capture_output=True, text=True, timeout=timeout, check=True)
 
     def init(self) -> None:
-        self._run("initdb", "-D", str(self.data), "-A", "trust", "-U", "postgres", "--encoding", "UTF8",
-                  "--no-instructions")
+        if self.small_disk_mb:
+            self.mount = self.dir / "small"
+            self.mount.mkdir()
+            user = pwd.getpwnam("postgres")
+            subprocess.run(["mount", "-t", "tmpfs", "-o",
+                            f"size={self.small_disk_mb}m,uid={user.pw_uid},gid={user.pw_gid},mode=0700",
+                            "tmpfs", str(self.mount)], check=True, capture_output=True, text=True)
+            self.data = self.mount / "data"
+        self._run("initdb", "-D", str(self.data), "-X", str(self.wal), "-A", "trust", "-U", "postgres",
+                  "--encoding", "UTF8", "--no-instructions")
         with open(self.data / "postgresql.conf", "a") as conf:
             conf.write(f"\nport = {self.port}\nlisten_addresses = '127.0.0.1'\n"
                        f"unix_socket_directories = '{self.dir}'\nmax_connections = 60\n"
@@ -106,6 +122,32 @@ class PrivateCluster:
         except OSError:
             return ""
 
+    def fill_disk(self) -> int:
+        """Take every free byte of the small disk; how many were taken."""
+        assert self.mount is not None, "a cluster made with small_disk_mb"
+        self.filler = self.mount / "filler"
+        chunk = b"\0" * (1 << 20)
+        taken = 0
+        with open(self.filler, "wb", buffering=0) as out:
+            try:
+                while True:
+                    taken += out.write(chunk)
+            except OSError:
+                pass
+            try:  # the last partial chunk's worth
+                while True:
+                    taken += out.write(b"\0" * 4096)
+            except OSError:
+                pass
+        return taken
+
+    def free_disk(self) -> None:
+        if self.filler is not None:
+            self.filler.unlink(missing_ok=True)
+            self.filler = None
+
     def close(self) -> None:
         self.stop()
+        if self.mount is not None:
+            subprocess.run(["umount", "-l", str(self.mount)], capture_output=True)
         shutil.rmtree(self.dir, ignore_errors=True)

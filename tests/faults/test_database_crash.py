@@ -1,11 +1,18 @@
-"""PostgreSQL crashes mid-run: `pg_ctl stop -m immediate` on a private cluster (tests/faults/pgcluster.py)
-while instances are being started and run, and started again a few seconds later (crash recovery
-from the WAL). The workers, the scheduler and the client that starts instances reconnect by
-themselves; every instance the client was told about, or retried under its key, finishes; nothing
-committed is lost or committed twice; steps in flight are retried (their commit failed, or their
-lease expired) and their side effects, keyed, land once.
+"""The database host fails mid-run, on a private cluster (tests/faults/pgcluster.py), while a client
+starts instances and workers run them:
 
-PostgreSQL only, and needs the server binaries (initdb, pg_ctl) on this machine.
+- PostgreSQL crashes: `pg_ctl stop -m immediate`, started again a few seconds later (crash recovery
+  from the WAL);
+- its disk fills up: the data directory's (a small tmpfs) free space taken by a file for a few
+  seconds, so writes that need new space fail with "No space left on device", then given back.
+
+The workers, the scheduler and the client reconnect or retry by themselves; every instance the client
+was told about, or retried under its key, finishes; nothing committed is lost or committed twice;
+steps in flight are retried (their commit failed, or their lease expired) and their side effects,
+keyed, land once.
+
+PostgreSQL only, and needs the server binaries (initdb, pg_ctl) on this machine; the disk-full
+episode also needs root (it mounts a tmpfs).
 """
 
 from __future__ import annotations
@@ -15,6 +22,7 @@ import subprocess
 import sys
 import time
 from collections import Counter
+from collections.abc import Callable
 from typing import Any
 
 import pytest
@@ -30,16 +38,21 @@ COUNT = 60
 INTERVAL_S = 0.25  # the client starts instances over ~15 s: the crash falls in the middle
 STEP_S = 0.3
 DOWN_S = 4.0
+SMALL_DISK_MB = 160  # the data directory (initdb + migrations: ~60 MB) on a tmpfs this size
+FULL_S = 5.0
 OUTCOMES = ("step_succeeded", "step_failed", "compensation_succeeded")
 
 
 @pytest.fixture
-def cluster() -> Any:
+def cluster(request: Any) -> Any:
     if connection.vendor != "postgresql":
         pytest.skip("needs PostgreSQL (set DATABASE_URL=postgres://...)")
     if bin_dir() is None:
         pytest.skip("needs the PostgreSQL server binaries (initdb, pg_ctl)")
-    server = PrivateCluster()
+    small_disk_mb = getattr(request, "param", None)
+    if small_disk_mb and os.geteuid() != 0:
+        pytest.skip("the disk-full episode mounts a small tmpfs: needs root")
+    server = PrivateCluster(small_disk_mb=small_disk_mb)
     try:
         server.init()
         server.start()
@@ -63,7 +76,10 @@ def completed(cluster: PrivateCluster) -> int:
         return -1
 
 
-def test_postgres_immediate_stop_and_restart_under_load(cluster, processes, sink, worker_env):
+def run_episode(cluster: PrivateCluster, processes: Any, sink: Any, worker_env: dict[str, str],
+                fault: Callable[[], None]) -> dict[str, Any]:
+    """Start the workload, run `fault` (it returns when the fault is over) once a quarter of the
+    instances completed, wait for every instance to settle, check, and return the figures."""
     env = {**worker_env, "DATABASE_URL": cluster.url("steadyflow")}
     migrate = subprocess.run([sys.executable, "manage.py", "migrate", "--noinput"], cwd=ROOT, env=env,
                              capture_output=True, text=True, timeout=600)
@@ -82,14 +98,16 @@ def test_postgres_immediate_stop_and_restart_under_load(cluster, processes, sink
         time.sleep(0.1)
     done_before = completed(cluster)
     crashed_at = time.monotonic()
-    cluster.crash()
-    time.sleep(DOWN_S)
-    cluster.start()
+    fault()
     back_at = time.monotonic()
+    first_after = None
     # Every instance settles: the client has started them all and each completed.
     settled_at = None
     while time.monotonic() - back_at < 240:
-        if client.poll() == 0 and completed(cluster) == COUNT:
+        done = completed(cluster)
+        if first_after is None and done > done_before:
+            first_after = time.monotonic() - back_at
+        if client.poll() == 0 and done == COUNT:
             settled_at = time.monotonic()
             break
         assert client.poll() in (None, 0), f"the client died:\n{full_logs(processes)[-4000:]}"
@@ -97,7 +115,6 @@ def test_postgres_immediate_stop_and_restart_under_load(cluster, processes, sink
     logs = full_logs(processes)
     assert settled_at is not None, (f"{completed(cluster)} of {COUNT} completed 240 s after the restart:\n"
                                     f"{logs[-6000:]}\n--- server log\n{cluster.server_log()[-3000:]}")
-    assert "database system was not properly shut down; automatic recovery in progress" in cluster.server_log()
     for proc in processes.procs:
         if proc is not client:
             assert proc.poll() is None, "a worker or the scheduler died instead of reconnecting"
@@ -130,9 +147,43 @@ def test_postgres_immediate_stop_and_restart_under_load(cluster, processes, sink
     assert all(sink.effects[key] == 1 for key in deliveries)
     assert all(deliveries[key] <= attempts[key] for key in deliveries)
     retried = sum(1 for s in work if s[2] > 1)
-    record("PostgreSQL stopped -m immediate and restarted", instances=COUNT, finished=statuses.get("completed", 0),
-           lost=COUNT - len(keys), duplicate_instances=sum(n - 1 for _, n in keys),
-           duplicate_steps=len(dup_steps), duplicate_outcomes=sum(1 for n in outcomes.values() if n > 1),
-           completed_before_crash=done_before, down_s=round(back_at - crashed_at, 1),
-           steps_retried=retried, effects=len(deliveries), redeliveries=sum(deliveries.values()) - len(deliveries),
-           settle_s=round(settled_at - back_at, 1), load=os.getloadavg()[0])
+    return dict(instances=COUNT, finished=statuses.get("completed", 0),
+                lost=COUNT - len(keys), duplicate_instances=sum(n - 1 for _, n in keys),
+                duplicate_steps=len(dup_steps), duplicate_outcomes=sum(1 for n in outcomes.values() if n > 1),
+                completed_before_fault=done_before, fault_s=round(back_at - crashed_at, 1),
+                steps_retried=retried, effects=len(deliveries),
+                redeliveries=sum(deliveries.values()) - len(deliveries),
+                client_retries=logs.count("retrying start"),
+                first_completion_after_s=None if first_after is None else round(first_after, 1),
+                settle_s=round(settled_at - back_at, 1), load=round(os.getloadavg()[0], 1), logs=logs)
+
+
+def test_postgres_immediate_stop_and_restart_under_load(cluster, processes, sink, worker_env):
+    def crash() -> None:
+        cluster.crash()
+        time.sleep(DOWN_S)
+        cluster.start()
+
+    figures = run_episode(cluster, processes, sink, worker_env, crash)
+    assert "database system was not properly shut down; automatic recovery in progress" in cluster.server_log()
+    figures.pop("logs")
+    record("PostgreSQL stopped -m immediate and restarted", **figures)
+
+
+@pytest.mark.parametrize("cluster", [SMALL_DISK_MB], indirect=True, ids=["small-disk"])
+def test_disk_full_for_a_few_seconds_under_load(cluster, processes, sink, worker_env):
+    """The database refuses writes that need space (ENOSPC) for FULL_S; writes then succeed again."""
+    taken: list[int] = []
+
+    def fill() -> None:
+        taken.append(cluster.fill_disk())
+        time.sleep(FULL_S)
+        cluster.free_disk()
+
+    figures = run_episode(cluster, processes, sink, worker_env, fill)
+    logs = figures.pop("logs")
+    server = cluster.server_log()
+    refused = server.count("No space left on device")
+    assert refused > 0, "the database was to refuse writes while its disk was full"
+    record("database disk full, then space back", **figures, filled_mb=round(taken[0] / 2**20),
+           server_enospc_errors=refused, worker_log_lines_about_it=logs.count("No space left on device"))
