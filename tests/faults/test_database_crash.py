@@ -154,6 +154,11 @@ def run_episode(cluster: PrivateCluster, processes: Any, sink: Any, worker_env: 
                 steps_retried=retried, effects=len(deliveries),
                 redeliveries=sum(deliveries.values()) - len(deliveries),
                 client_retries=logs.count("retrying start"),
+                # What the operator reads: one warning per process and episode, and its end.
+                commit_failure_warnings=logs.count("committing its outcome failed ("),
+                tick_failure_warnings=logs.count("its tick failed ("),
+                writes_back_lines=logs.count("the database accepts writes again"),
+                job_tracebacks=logs.count("Traceback"),
                 first_completion_after_s=None if first_after is None else round(first_after, 1),
                 settle_s=round(settled_at - back_at, 1), load=round(os.getloadavg()[0], 1), logs=logs)
 
@@ -186,4 +191,4 @@ def test_disk_full_for_a_few_seconds_under_load(cluster, processes, sink, worker
     refused = server.count("No space left on device")
     assert refused > 0, "the database was to refuse writes while its disk was full"
     record("database disk full, then space back", **figures, filled_mb=round(taken[0] / 2**20),
-           server_enospc_errors=refused, worker_log_lines_about_it=logs.count("No space left on device"))
+           server_enospc_errors=refused, process_log_lines_naming_it=logs.count("No space left on device"))

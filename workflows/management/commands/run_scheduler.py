@@ -8,9 +8,10 @@ from typing import Any
 import django_rq
 from django.conf import settings
 from django.core.management.base import BaseCommand
-from django.db import close_old_connections
+from django.db import InterfaceError, OperationalError, close_old_connections
 
 from workflows import clock, reconciler
+from workflows.database_outage import DatabaseOutage
 from workflows.health import scheduler_beat
 from workflows.redis_outage import REDIS_ERRORS, Backoff, Outage, pause
 from workflows.triggers import tick as triggers
@@ -46,6 +47,7 @@ class Command(BaseCommand):
         signal.signal(signal.SIGTERM, stop)
         signal.signal(signal.SIGINT, stop)
         outage = Outage(log, "scheduler")
+        database = DatabaseOutage(log, "scheduler")
         clock.register("scheduler")  # its offset to the database's clock, logged at start when skewed
         log.info("scheduler started", extra={"tick_s": interval})
         backoff = Backoff()
@@ -66,12 +68,17 @@ class Command(BaseCommand):
                 fired = triggers.tick(clock.now())
                 if fired:
                     log.info("triggers: %s", fired)
+                database.recovered(started)
             except REDIS_ERRORS as exc:
                 outage.failed(exc)  # one line per outage, not per tick
                 if options["once"]:
                     return
                 pause(backoff.next(), lambda: stopping)
                 continue
+            except (OperationalError, InterfaceError) as exc:
+                # The database away or refusing writes (a crash, a full disk): one line per episode.
+                database.failed("its tick", exc, "the next tick tries again")
+                close_old_connections()
             except Exception:  # noqa: BLE001 - keep reconciling; the next tick retries
                 log.exception("scheduler tick failed")
                 close_old_connections()
