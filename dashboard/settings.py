@@ -202,6 +202,11 @@ STEADYFLOW = {
     # The reconciler re-enqueues a queued step that no queue holds after this long.
     "REDISPATCH_AFTER_S": env_float("STEADYFLOW_REDISPATCH_AFTER_S", 10.0, minimum=0.5),
     "SCHEDULER_INTERVAL_S": env_float("STEADYFLOW_SCHEDULER_INTERVAL_S", 0.5, minimum=0.05),
+    # One clock (docs/DESIGN.md, Time): on PostgreSQL each process measures its offset to the
+    # database's clock every CLOCK_SYNC_S and stamps every shared time with it; an offset beyond
+    # CLOCK_SKEW_WARN_S is logged once, exported and named by `manage.py health --role all`.
+    "CLOCK_SYNC_S": env_float("STEADYFLOW_CLOCK_SYNC_S", 10.0, minimum=0.5),
+    "CLOCK_SKEW_WARN_S": env_float("STEADYFLOW_CLOCK_SKEW_WARN_S", 5.0, minimum=0.0),
     # `manage.py health` names active instances with no progress for longer than this.
     # A step whose worker died this many times (lease lost) is presumed poison: halted into review.
     "POISON_AFTER_LOSSES": env_int("STEADYFLOW_POISON_AFTER_LOSSES", 2, minimum=1),

@@ -26,7 +26,8 @@ RUNTIME_FACADE = frozenset({"workflows.runtime", "workflows.runtime.observe"})
 LAYERS: tuple[tuple[str, ...], ...] = (
     ("workflows", "dashboard"),  # the packages' own __init__.py: empty, and to stay so
     ("workflows.engine",),
-    ("workflows.credentials.crypto", "workflows.db_threads", "workflows.live", "workflows.checks",
+    ("workflows.credentials.crypto", "workflows.credentials.rules", "workflows.db_threads", "workflows.live",
+     "workflows.checks", "workflows.clock", "workflows.database_outage",
      "workflows.roles", "workflows.examples"),
     ("workflows.fields",),
     ("workflows.models",),
@@ -51,6 +52,7 @@ LAYERS: tuple[tuple[str, ...], ...] = (
 # Modules that belong to another group than their folder's.
 GROUP_OF = {
     "workflows.credentials.crypto": "workflows.credentials.crypto",  # settings only: fields use it
+    "workflows.credentials.rules": "workflows.credentials.rules",  # plain rules: the model enforces them
     "workflows.triggers.models": "workflows.models",  # rows of the `workflows` app (workflows.models imports them)
     "workflows.evaluations.models": "workflows.models",  # likewise
     "dashboard.api.http": "dashboard.api.http",  # the JSON helpers every endpoint shares, pages' included

@@ -387,7 +387,7 @@ class Credential(models.Model):
     def save(self, *args: Any, **kwargs: Any) -> None:
         loaded = getattr(self, "_loaded_destination", None)
         if self.pk and loaded is not None and loaded[2] == self.encrypted_value:
-            from workflows.credentials.store import CredentialError, destination_change
+            from workflows.credentials.rules import CredentialError, destination_change
 
             changed = destination_change(str(loaded[0]), str(loaded[1] or ""), str(self.kind), str(self.base_url))
             if changed:

@@ -13,11 +13,11 @@ from django.db import connection
 from django.db.models import Count, Q
 from django.http import HttpRequest, JsonResponse
 from django.urls import reverse
-from django.utils import timezone
 
 from dashboard.api.core import instance_json
 from dashboard.api.http import BodyRejected, api_view, error, json_body
 from dashboard.security import permissions
+from workflows import clock
 from workflows.engine import breaker as breaker_logic
 from workflows.engine.nodes import known_kinds
 from workflows.engine.priorities import queue_names
@@ -233,7 +233,7 @@ def dashboard_stats(request: HttpRequest) -> JsonResponse:
 
 
 def compute_stats(now: datetime | None = None) -> dict[str, Any]:
-    now = now or timezone.now()
+    now = now or clock.now()
     counts = dict(WorkflowInstance.objects.order_by().values_list("status").annotate(n=Count("id")))
     return {
         "at": now.isoformat(),

@@ -16,7 +16,7 @@ from typing import Any
 
 import httpx
 
-from workflows.engine.errors import PermanentStepError
+from workflows.engine.errors import PermanentStepError, StepError
 from workflows.engine.functions import FunctionCall, register_function
 
 EXTRA_FUNCTIONS_ENV = {"STEADYFLOW_EXTRA_FUNCTIONS": "tests.faults.functions"}
@@ -68,6 +68,15 @@ def die(call: FunctionCall) -> None:
     """A poison step: kills the process running it, every time."""
     _effect(call)
     os.kill(os.getpid(), signal.SIGKILL)
+
+
+@register_function("faults.flaky")
+def flaky(call: FunctionCall) -> dict[str, Any]:
+    """Fails its first attempt with a transient error (retried per the node's policy), then succeeds:
+    a retry whose due_at the failing worker stamps and the scheduler judges."""
+    if call.attempt == 1:
+        raise StepError("transient failure of the first attempt")
+    return {"attempt": call.attempt}
 
 
 @register_function("faults.fail")

@@ -161,4 +161,4 @@ def test_all_role_names_every_missing_process_and_late_queue(processes: Processe
              message="every worker and the scheduler to be seen alive")
     code, output = health("--role", "all")
     assert code == 0, output
-    assert output.strip() == "OK (all): database, redis, migrations, workers, scheduler, queues, stuck"
+    assert output.strip() == "OK (all): database, redis, migrations, workers, scheduler, queues, stuck, clock"

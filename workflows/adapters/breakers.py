@@ -27,7 +27,6 @@ import logging
 import os
 import re
 import threading
-import time
 from collections.abc import Callable
 from typing import Any
 
@@ -35,6 +34,7 @@ from django.conf import settings
 from django.db import transaction
 from django.utils import timezone
 
+from workflows.clock import timestamp as db_timestamp
 from workflows.engine import breaker as logic
 from workflows.engine.breaker_local import LocalCounts
 from workflows.engine.nodes.llm import provider_of
@@ -138,7 +138,7 @@ def flush() -> None:
 
 def flush_due() -> None:
     """Write the counts whose last write is `BREAKER_FLUSH_S` old (the ai consumer's tick)."""
-    now, every = time.time(), _flush_every_s()
+    now, every = db_timestamp(), _flush_every_s()
     for key in _pending_keys():
         if local_counts(key).due(now, every):
             DatabaseBreaker(key).write_quietly()
@@ -160,7 +160,7 @@ class DatabaseBreaker:
     """The BreakerGate handed to llm nodes: one per step attempt (allow, then record or release)."""
 
     def __init__(self, key: str, *, local: LocalCounts | None = None,
-                 clock: Callable[[], float] = time.time) -> None:
+                 clock: Callable[[], float] = db_timestamp) -> None:
         self.key = key
         self.local = local if local is not None else local_counts(key)
         self.clock = clock
@@ -271,7 +271,7 @@ def is_blocking(key: str) -> bool:
     row = BreakerState.objects.filter(key=key).first()
     if row is None or row.state != logic.OPEN or row.opened_at is None:
         return False
-    return timezone.now().timestamp() - row.opened_at < breaker_config().cooldown_s
+    return db_timestamp() - row.opened_at < breaker_config().cooldown_s
 
 
 def reset(key: str) -> None:

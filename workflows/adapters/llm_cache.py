@@ -10,6 +10,7 @@ from typing import Any
 
 from django.db.models import F
 
+from workflows import clock
 from workflows.engine.llm_cache import CachedResponse
 from workflows.models import LLMCacheEntry
 
@@ -48,13 +49,12 @@ class DatabaseCache:
 
 def clear(*, workflow_slug: str | None = None, expired_only: bool = False, now: datetime | None = None) -> int:
     """Delete cached replies (of one workflow; only the expired ones): how many went."""
-    from django.utils import timezone
 
     rows = LLMCacheEntry.objects.all()
     if workflow_slug is not None:
         rows = rows.filter(workflow__slug=workflow_slug)
     if expired_only:
-        rows = rows.filter(expires_at__lte=now or timezone.now())
+        rows = rows.filter(expires_at__lte=now or clock.now())
     deleted, _ = rows.delete()
     return deleted
 

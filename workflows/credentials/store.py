@@ -19,6 +19,7 @@ from typing import Any
 
 from workflows.credentials.crypto import decrypt, fernet
 from workflows.credentials.crypto import encrypt as encrypt  # re-exported: callers written before the split
+from workflows.credentials.rules import CredentialError
 from workflows.engine import literal_credentials, secret_hosts
 from workflows.engine import secrets as engine_secrets
 from workflows.engine.errors import ConfigError, GraphIssue
@@ -32,8 +33,6 @@ MODEL_NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._:/@+-]{0,99}$")
 MAX_VALUE_CHARS = 10_000
 
 
-class CredentialError(ValueError):
-    """A credential that cannot be saved as given (the message names the field)."""
 
 
 def rotate() -> int:
@@ -82,19 +81,6 @@ def clean_fields(name: str, kind: str, base_url: str, models: Any) -> list[str]:
         raise CredentialError(f"models: at most {MAX_MODELS} plain model names (letters, digits, ._:/@+-), "
                               "each at most 100 characters")
     return list(dict.fromkeys(models))
-
-
-DESTINATION_CHANGED = ("its {what} changed: enter the value again (a stored value is never sent somewhere new "
-                       "without it)")
-
-
-def destination_change(old_kind: str, old_url: str, new_kind: str, new_url: str) -> str | None:
-    """What changed about where a credential is sent (its kind, its base URL), or None. Such a change
-    needs the value typed again: otherwise whoever may edit it could point someone else's key at a
-    server of their own."""
-    changed = [what for what, old, new in (("kind", old_kind, new_kind), ("base URL", old_url or "", new_url or ""))
-               if old != new]
-    return DESTINATION_CHANGED.format(what=" and ".join(changed)) if changed else None
 
 
 def check_value(value: str) -> str:

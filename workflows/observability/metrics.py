@@ -25,6 +25,7 @@ from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram
 from prometheus_client.core import GaugeMetricFamily, Metric
 from prometheus_client.registry import Collector
 
+from workflows import clock
 from workflows.engine.nodes.llm_tools import TOOL_PREFIX
 from workflows.engine.statuses import InstanceStatus, StepStatus
 from workflows.runtime.config import COMPENSATE_PREFIX
@@ -51,6 +52,11 @@ LLM_IN_FLIGHT = Gauge("steadyflow_llm_calls_in_flight", "LLM calls the ai consum
 REDISPATCHES = Counter("steadyflow_reconciler_redispatches", "Queued steps no queue held, enqueued again")
 LEASE_EXPIRIES = Counter("steadyflow_lease_expiries", "Running steps taken back after their lease expired")
 PROMOTED = Counter("steadyflow_reconciler_promoted", "Timers and retries made due by the scheduler")
+# liveall: one series per live process (pid label), the offset each measured (workflows/clock.py).
+CLOCK_OFFSET = Gauge("steadyflow_clock_offset_seconds",
+                     "This process's offset to the database's clock (database minus host), last measured",
+                     multiprocess_mode="liveall")
+clock.listeners.append(CLOCK_OFFSET.set)
 TTL_EXPIRIES = Counter("steadyflow_ttl_expiries", "Instances stopped past their deadline by the scheduler")
 
 FINAL = frozenset({InstanceStatus.COMPLETED, InstanceStatus.FAILED, InstanceStatus.CANCELLED,
@@ -137,7 +143,6 @@ class DatabaseCollector(Collector):
 
     def collect(self) -> Iterator[Metric]:
         from django.db.models import Count, Min
-        from django.utils import timezone
 
         from workflows.models import BreakerState, ReviewItem, WorkflowInstance
 
@@ -155,7 +160,7 @@ class DatabaseCollector(Collector):
                 breakers.add_metric([key, candidate], 1.0 if state == candidate else 0.0)
         yield breakers
 
-        now = timezone.now()
+        now = clock.now()
         size = GaugeMetricFamily("steadyflow_review_queue_size", DATABASE_GAUGES["steadyflow_review_queue_size"],
                                  labels=["reason"])
         age = GaugeMetricFamily("steadyflow_review_queue_oldest_age_seconds",

@@ -20,7 +20,6 @@ from __future__ import annotations
 import json
 import os
 import socket
-import time
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from typing import Any
@@ -30,19 +29,20 @@ from django.conf import settings
 from django.db import DatabaseError, connection
 from redis.exceptions import RedisError
 
+from workflows import clock
 from workflows.engine.priorities import queue_names
 
 ROLES: dict[str, tuple[str, ...]] = {
     "web": ("database", "redis", "migrations"),
     "worker": ("database", "redis", "worker"),
     "scheduler": ("database", "redis", "scheduler"),
-    "all": ("database", "redis", "migrations", "workers", "scheduler", "queues", "stuck"),
+    "all": ("database", "redis", "migrations", "workers", "scheduler", "queues", "stuck", "clock"),
 }
-CHECK_NAMES = ("database", "redis", "migrations", "worker", "workers", "scheduler", "queues", "stuck")
+CHECK_NAMES = ("database", "redis", "migrations", "worker", "workers", "scheduler", "queues", "stuck", "clock")
 QUEUES = ("ai", "io", "default")
 SCHEDULER_KEY = "steadyflow:scheduler:heartbeat:"  # + host name; value {"at": epoch s, "pid": n}
 NEEDS_DATABASE = {"migrations", "stuck"}
-NEEDS_REDIS = {"worker", "workers", "scheduler", "queues"}
+NEEDS_REDIS = {"worker", "workers", "scheduler", "queues", "clock"}
 
 
 def redacted_url(url: str) -> str:
@@ -82,7 +82,7 @@ def scheduler_beat(client: Any, now: float | None = None) -> None:
     """The scheduler's heartbeat: one key per host, expiring when the loop stops writing it."""
     ttl = max(1, int(scheduler_stale_after_s()))
     client.set(SCHEDULER_KEY + socket.gethostname(),
-               json.dumps({"at": time.time() if now is None else now, "pid": os.getpid()}), ex=ttl)
+               json.dumps({"at": clock.timestamp() if now is None else now, "pid": os.getpid()}), ex=ttl)
 
 
 @dataclass
@@ -220,7 +220,7 @@ def run_checks(role: str, *, queues: Iterable[str] = (), skip: Iterable[str] = (
     threshold = float(settings.STEADYFLOW["STUCK_AFTER_S"]) if threshold_s is None else threshold_s
     names = [n for n in ROLES[role] if n not in set(skip)]
     report = Report(role=role)
-    now = time.time()
+    now = clock.timestamp()  # the database's clock: heartbeats from other hosts are stamped with it
     clients: list[Any] = []
 
     def redis_conn() -> Any:  # one connection for the checks that need one, made when first needed
@@ -237,6 +237,7 @@ def run_checks(role: str, *, queues: Iterable[str] = (), skip: Iterable[str] = (
         "scheduler": lambda: check_scheduler(redis_conn(), local=role == "scheduler", now=now),
         "queues": lambda: check_queues(redis_conn(), threshold, now, report),
         "stuck": lambda: stuck_problem(threshold, report),
+        "clock": lambda: check_clocks(redis_conn(), report),
     }
 
     def run(name: str) -> None:
@@ -263,6 +264,27 @@ def run_checks(role: str, *, queues: Iterable[str] = (), skip: Iterable[str] = (
             client.close()
     report.details["threshold_s"] = threshold
     return report
+
+
+def check_clocks(client: Any, report: Report) -> str | None:
+    """Each worker's, ai consumer's and scheduler's offset to the database's clock, as each last
+    measured it (workflows/clock.py). A process beyond CLOCK_SKEW_WARN_S still works correctly (its
+    timestamps are the database's), but its host's time sync is broken: named here."""
+    readings = []
+    for key in client.scan_iter(match=clock.CLOCK_KEY + "*", count=100):
+        raw = client.get(key)
+        if raw is not None:
+            readings.append(json.loads(raw))
+    readings.sort(key=lambda r: (r.get("host", ""), r.get("role", ""), r.get("pid", 0)))
+    report.details["clocks"] = readings
+    warn_s = float(settings.STEADYFLOW.get("CLOCK_SKEW_WARN_S", 5.0))
+    skewed = [r for r in readings if abs(float(r.get("offset_s", 0))) > warn_s]
+    if skewed:
+        named = ", ".join(f"{r.get('role')} {r.get('host')}:{r.get('pid')} ({float(r['offset_s']):+.1f} s)"
+                          for r in skewed[:5])
+        return (f"{len(skewed)} process(es) whose host clock is more than {warn_s:g} s off the database's: "
+                f"{named}")
+    return None
 
 
 def stuck_problem(threshold_s: float, report: Report) -> str | None:

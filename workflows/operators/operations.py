@@ -12,9 +12,8 @@ from datetime import datetime, timedelta
 from typing import Any
 
 from django.db import transaction
-from django.utils import timezone
 
-from workflows import runtime
+from workflows import clock, runtime
 from workflows.engine import scheduling
 from workflows.engine.nodes import get_kind
 from workflows.engine.statuses import InstanceStatus, StepStatus
@@ -108,7 +107,7 @@ def cancel(instance_id: int, user: Any = None, note: str = "") -> WorkflowInstan
             raise OperationError(f"instance {instance_id} is {inst.status}: only a running, waiting or halted "
                                  "instance can be cancelled")
         inst.refresh_from_db()
-        _audit(inst, user, "cancel", before, note, timezone.now())
+        _audit(inst, user, "cancel", before, note, clock.now())
     return inst
 
 
@@ -116,7 +115,7 @@ def retry_failed_step(instance_id: int, user: Any = None, *, step_id: int | None
                       now: datetime | None = None) -> StepRun:
     """Run a failed instance's failed step again (one more attempt of the same step run), and run again
     the steps its failure cut short. The instance goes back to running."""
-    now = now or timezone.now()
+    now = now or clock.now()
     with transaction.atomic():
         inst = runtime.lock(instance_id)
         if inst.status != InstanceStatus.FAILED:
@@ -161,7 +160,7 @@ def rerun_from_node(instance_id: int, node_id: str, user: Any = None, *, note: s
     the branches that do not pass through it as they resolved the first time, keyed by the join slots
     the scheduler uses (scheduling.joins_for_rerun); steps cut short by the stop (and failed steps off
     the rerun path) run again too."""
-    now = now or timezone.now()
+    now = now or clock.now()
     with transaction.atomic():
         inst = runtime.lock(instance_id)
         if inst.status not in RERUNNABLE:

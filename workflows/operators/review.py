@@ -17,9 +17,8 @@ from typing import Any
 import jsonschema
 from django.conf import settings
 from django.db import transaction
-from django.utils import timezone
 
-from workflows import runtime
+from workflows import clock, runtime
 from workflows.engine import activations, limits
 from workflows.engine.errors import ExpressionError
 from workflows.engine.schema_checks import schema_problem
@@ -101,7 +100,7 @@ def decide(item_id: int, user: Any, decision: Decision) -> ReviewItem:
     if found is None:
         raise ReviewError(f"review item {item_id} does not exist")
     instance_id = found.instance_id
-    now = timezone.now()
+    now = clock.now()
     with transaction.atomic():
         # Lock order instance -> item, the same as the runtime's (it closes items under the instance lock).
         inst = runtime.lock(instance_id)

@@ -12,8 +12,7 @@ import secrets
 from datetime import datetime, timedelta
 from typing import Any
 
-from django.utils import timezone
-
+from workflows import clock
 from workflows import store as stores
 from workflows.engine.nodes import get_kind
 from workflows.engine.statuses import InstanceStatus, StepStatus
@@ -28,7 +27,7 @@ from workflows.runtime.unit import UnitOfWork
 
 def claim_step(step_id: int, worker: str, now: datetime | None = None) -> Claim | None:
     """Take a queued step for this worker. None when someone else has it or it is no longer due."""
-    now = now or timezone.now()
+    now = now or clock.now()
     token = secrets.token_hex(8)
     lease_until = now + timedelta(seconds=conf("LEASE_S"))
     store = stores.get_store()
@@ -59,7 +58,7 @@ def claim_steps(step_ids: list[int], worker: str, now: datetime | None = None) -
     if len(step_ids) == 1:
         single = claim_step(step_ids[0], worker, now)
         return [single] if single is not None else []
-    now = now or timezone.now()
+    now = now or clock.now()
     token = secrets.token_hex(8)
     store = stores.get_store()
     claims: list[Claim] = []

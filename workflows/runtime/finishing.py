@@ -17,8 +17,7 @@ import logging
 from datetime import datetime
 from decimal import Decimal
 
-from django.utils import timezone
-
+from workflows import clock
 from workflows import store as stores
 from workflows.engine.errors import ExpressionError, PayloadTooLarge, PermanentStepError
 from workflows.engine.nodes import NodeResult
@@ -62,7 +61,7 @@ def finish_groups(groups: list[tuple[list[Claim], list[Outcome]]], *, allow_inli
     """finish_steps for several groups (each the steps of one instance) at once: a store may commit
     them all in one transaction (the ai consumer's group commit). Returns each group's inline
     successors."""
-    now = now or timezone.now()
+    now = now or clock.now()
     finishing = [_Finishing(claims, outcomes, allow_inline, now) for claims, outcomes in groups]
     try:
         results = stores.get_store().finish_group([f.request() for f in finishing])
@@ -229,7 +228,7 @@ def release_step(claim: Claim, reason: str, now: datetime | None = None) -> bool
     """Give a claimed step back, queued again, without counting the attempt: its worker is stopping
     before the handler could finish (the ai consumer's shutdown). The caller puts the job back on
     its queue. False when the lease was no longer ours (then nothing changes)."""
-    now = now or timezone.now()
+    now = now or clock.now()
     store = stores.get_store()
     with store.atomic():
         instance, held = store.lock_for_finish(claim.instance.pk, claim.step.pk, claim.token)

@@ -8,8 +8,7 @@ from __future__ import annotations
 
 from datetime import datetime
 
-from django.utils import timezone
-
+from workflows import clock
 from workflows import store as stores
 from workflows.engine.statuses import INSTANCE_ACTIVE, InstanceStatus
 from workflows.models import WorkflowInstance
@@ -20,7 +19,7 @@ from workflows.runtime.unit import UnitOfWork
 
 def expire_instance(instance_id: int, now: datetime | None = None) -> bool:
     """TTL: stop an instance past its deadline. False when it was already final or not yet due."""
-    now = now or timezone.now()
+    now = now or clock.now()
     store = stores.get_store()
     with store.atomic():
         inst = store.lock_instance(instance_id)
@@ -33,7 +32,7 @@ def expire_instance(instance_id: int, now: datetime | None = None) -> bool:
 
 
 def cancel_instance(instance_id: int, reason: str = "cancelled by request", now: datetime | None = None) -> bool:
-    now = now or timezone.now()
+    now = now or clock.now()
     store = stores.get_store()
     with store.atomic():
         inst = store.lock_instance(instance_id)

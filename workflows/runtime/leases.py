@@ -18,8 +18,7 @@ from collections.abc import Iterable, Iterator
 from contextlib import contextmanager
 from datetime import timedelta
 
-from django.utils import timezone
-
+from workflows import clock
 from workflows.runtime.config import conf
 
 log = logging.getLogger("steadyflow.leases")
@@ -89,7 +88,7 @@ class LeaseKeeper:
             return 0
         from workflows.store import get_store
 
-        now = timezone.now()
+        now = clock.now()
         return get_store().extend_leases(held.items(), now, now + timedelta(seconds=conf("LEASE_S")))
 
     def _run(self) -> None:

@@ -9,6 +9,7 @@ from collections.abc import Callable
 from typing import TypeVar
 
 from workflows import db_threads
+from workflows.database_outage import DatabaseOutage
 from workflows.engine.statuses import StepStatus
 from workflows.runtime.claiming import claim_step, claim_steps
 from workflows.runtime.config import conf, node_for_step
@@ -19,12 +20,13 @@ from workflows.runtime.records import Claim, Outcome, as_step_error
 from workflows.runtime.step_calls import build_call, timeout_for
 
 log = logging.getLogger("steadyflow.runtime")
+database_outage = DatabaseOutage(log, "worker")
 T = TypeVar("T")
 
 
 def run_step(step_id: int, worker: str, queue: str | None = None) -> int:
     """What a worker does with one job. Returns how many steps it ran."""
-    claim = claim_step(step_id, worker)
+    claim = claiming(lambda: claim_step(step_id, worker), f"step {step_id}")
     ran = 0
     inline_allowed = conf("INLINE_CONTINUATION")
     try:
@@ -45,7 +47,7 @@ def run_steps(step_ids: list[int], worker: str) -> int:
     Every step of the batch keeps its lease alive from the claim until the outcomes commit (the
     steps waiting for their turn as well as those run whose outcomes wait for the others): else the
     scheduler would take back a step still to run here, or one run here, while a long call runs."""
-    claims = claim_steps(step_ids, worker)
+    claims = claiming(lambda: claim_steps(step_ids, worker), f"steps {', '.join(map(str, step_ids))}") or []
     ran = 0
     inline_allowed = conf("INLINE_CONTINUATION")
     try:
@@ -115,6 +117,23 @@ def finish_step_reconnecting(claim: Claim, outcome: Outcome, *, allow_inline: bo
     return _reconnecting(attempt, f"step {claim.step.pk}", failed)
 
 
+def claiming(claim: Callable[[], T], what: str) -> T | None:
+    """A claim, or None when the database fails it (away, or refusing writes): nothing was taken,
+    the step is still queued in the database and the reconciler dispatches it again
+    (REDISPATCH_AFTER_S). Logged once per episode, not as a failed job per step."""
+    from django.db import InterfaceError, OperationalError, connection
+
+    started = time.monotonic()
+    try:
+        taken = claim()
+    except (OperationalError, InterfaceError) as exc:
+        database_outage.failed(f"claiming {what}", exc, "queued steps are dispatched again by the reconciler")
+        connection.close()
+        return None
+    database_outage.recovered(started)
+    return taken
+
+
 def _reconnecting(commit: Callable[[], T], what: str, failed: list[bool] | None = None) -> T:
     """Call `commit`, again on a fresh connection while the lease holds when the connection drops."""
     from django.db import InterfaceError, OperationalError, connection
@@ -122,17 +141,26 @@ def _reconnecting(commit: Callable[[], T], what: str, failed: list[bool] | None 
     deadline = time.monotonic() + conf("LEASE_S") / 2
     delay = 0.1
     while True:
+        started = time.monotonic()
         try:
-            return commit()
+            result = commit()
         except (OperationalError, InterfaceError) as exc:
             if time.monotonic() + delay > deadline:
+                # One line per step in flight (a few per worker): its outcome is dropped, its lease
+                # takes it back once the database accepts writes again.
+                log.warning("%s: gave up committing its outcome after %.1f s (%s: %s); its lease takes it "
+                            "back", what, conf("LEASE_S") / 2, type(exc).__name__, str(exc).strip())
                 raise
             if failed is not None:
                 failed.append(True)
-            log.warning("%s: committing its outcome failed (%s); retrying on a new connection", what, exc)
+            # Once per episode (a crash, a full disk), not once per step: database_outage.py.
+            database_outage.failed(f"{what}: committing its outcome", exc, "retrying on a new connection")
             connection.close()
             time.sleep(delay)
             delay = min(delay * 2, 2.0)
+            continue
+        database_outage.recovered(started)
+        return result
 
 
 def _adopt_inline_successor(claim: Claim) -> Claim | None:

@@ -15,8 +15,8 @@ from decimal import Decimal
 from typing import Any
 
 from django.db import IntegrityError
-from django.utils import timezone
 
+from workflows import clock
 from workflows import store as stores
 from workflows.engine import activations
 from workflows.engine.inputs import prepare_input
@@ -71,7 +71,7 @@ def start_instances(version: WorkflowVersion, inputs: Sequence[dict[str, Any]], 
     created: dict[int, WorkflowInstance] = {}
     if todo:
         try:
-            made = _create(version, [(inputs[i], keys[i]) for i in todo], user, now or timezone.now(), parent,
+            made = _create(version, [(inputs[i], keys[i]) for i in todo], user, now or clock.now(), parent,
                            incoming_trace(traceparent), priority)
             created = dict(zip(todo, made, strict=True))
         except IntegrityError:

@@ -8,8 +8,7 @@ from __future__ import annotations
 from concurrent.futures import Executor
 from datetime import datetime
 
-from django.utils import timezone
-
+from workflows import clock
 from workflows import store as stores
 from workflows.credentials import store as credentials
 from workflows.engine import expressions
@@ -25,7 +24,7 @@ from workflows.runtime.records import Claim, StepOutputs
 def build_call(claim: Claim, now: datetime | None = None, offload: Executor | None = None) -> StepCall:
     """Render the node's config against the instance and make the handler's argument. `offload`:
     where its blocking helpers run off the event loop (StepCall.offload)."""
-    now = now or timezone.now()
+    now = now or clock.now()
     inst, node, kind = claim.instance, claim.node, claim.kind
     steps = StepOutputs(inst.pk)
     names = {"context": inst.context, "steps": steps, "input": inst.input}

@@ -27,9 +27,9 @@ from typing import Any
 
 from django.db import transaction
 from django.db.models import Max
-from django.utils import timezone
 from django.utils.text import slugify
 
+from workflows import clock
 from workflows import store as stores
 from workflows.authoring import plans
 from workflows.engine.errors import ExpressionError, PayloadTooLarge, PermanentStepError, StepError
@@ -255,7 +255,7 @@ def settle_parent_step(step_id: int, now: datetime | None = None) -> bool:
     """Settle a parked subworkflow step whose latest child ended, in its own transaction. False
     when there is nothing to do (already settled, the child still runs, the parent is halted: it
     is settled once an operator resumes it, by the reconciler)."""
-    now = now or timezone.now()
+    now = now or clock.now()
     row = StepRun.objects.filter(pk=step_id).values_list("instance_id", flat=True).first()
     if row is None:
         return False
@@ -297,7 +297,7 @@ def cancel_children(step_ids: list[int], now: datetime | None = None) -> int:
 def compensate_children(step_ids: list[int], now: datetime | None = None) -> int:
     """Post-commit effect of a parent starting its compensation: each child its succeeded steps
     completed runs its own compensations (completed -> compensating -> compensated)."""
-    now = now or timezone.now()
+    now = now or clock.now()
     store = stores.get_store()
     started = 0
     for pk in WorkflowInstance.objects.filter(parent_step_id__in=step_ids, status=InstanceStatus.COMPLETED) \

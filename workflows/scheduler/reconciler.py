@@ -22,9 +22,8 @@ from datetime import datetime, timedelta
 from typing import Any
 
 from django.conf import settings
-from django.utils import timezone
 
-from workflows import runtime
+from workflows import clock, runtime
 from workflows.adapters import llm_cache
 from workflows.authoring import plans
 from workflows.engine.errors import StepError
@@ -105,7 +104,10 @@ def redispatch_lost(now: datetime, after_s: float) -> int:
         if status in (JobStatus.SCHEDULED, JobStatus.DEFERRED):
             continue
         recent = now - timedelta(seconds=after_s)
-        if status == JobStatus.STARTED and started_at is not None and started_at > recent:
+        # RQ stamps started_at with the worker host's own clock: one far ahead of ours would make a
+        # dead worker's job look "starting" for as long as its skew. Trusted only within bounds.
+        if (status == JobStatus.STARTED and started_at is not None
+                and recent < started_at <= now + timedelta(seconds=after_s)):
             continue  # a worker is starting it right now: its claim comes next
         if status == JobStatus.QUEUED:
             # A worker that popped the job and died before starting it leaves it QUEUED but off its
@@ -206,7 +208,7 @@ def expire_instances(now: datetime) -> int:
 
 
 def tick(now: datetime | None = None) -> TickReport:
-    now = now or timezone.now()
+    now = now or clock.now()
     conf = runtime.conf
     report = TickReport()
     report.expired = expire_instances(now)

@@ -13,9 +13,8 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from django.db import transaction
-from django.utils import timezone
 
-from workflows import runtime
+from workflows import clock, runtime
 from workflows.models import Checkpoint
 
 log = logging.getLogger("steadyflow.recovery")
@@ -39,7 +38,7 @@ def latest_valid_checkpoint(instance_id: int, *, limit: int = 200) -> Recovery:
 
 def restore_instance(instance_id: int, actor: Any = None) -> Recovery:
     """Put the instance's context and scheduler state back to its newest valid checkpoint."""
-    now = timezone.now()
+    now = clock.now()
     with transaction.atomic():
         inst = runtime.lock(instance_id)
         found = latest_valid_checkpoint(instance_id)

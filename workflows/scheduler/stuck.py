@@ -16,8 +16,7 @@ from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 from typing import Any
 
-from django.utils import timezone
-
+from workflows import clock
 from workflows.engine.statuses import INSTANCE_ACTIVE, STEP_OPEN, InstanceStatus, StepStatus
 
 # Statuses in which an instance is expected to move on by itself.
@@ -56,7 +55,7 @@ def find_stuck(threshold_s: float, now: datetime | None = None) -> list[StuckIns
 
     from workflows.models import StepRun, WorkflowInstance
 
-    now = now or timezone.now()
+    now = now or clock.now()
     cutoff = now - timedelta(seconds=threshold_s)
     steps_of = StepRun.objects.filter(instance=OuterRef("pk"))
     # In SQL first, so thousands of instances waiting on people never hide the stuck ones.

@@ -10,9 +10,9 @@ from django.contrib import admin
 from django.core.exceptions import ValidationError
 from django.core.validators import validate_email
 from django.http import HttpRequest
-from django.utils import timezone
 from django.utils.html import format_html_join
 
+from workflows import clock
 from workflows.triggers import mapping, schedules
 from workflows.triggers.models import (
     ChannelKind,
@@ -97,12 +97,12 @@ class ScheduleAdmin(admin.ModelAdmin):
     def next_fire_times(self, obj: Schedule) -> str:
         if not obj.pk or not obj.enabled:
             return "—"
-        times = schedules.next_times(obj.cron, obj.timezone, timezone.now())
+        times = schedules.next_times(obj.cron, obj.timezone, clock.now())
         return str(format_html_join(", ", "{}", ((t.strftime("%Y-%m-%d %H:%M"),) for t in times)))
 
     def save_model(self, request: HttpRequest, obj: Schedule, form: Any, change: bool) -> None:
         # From the next future tick after any change (nothing is caught up for an edit).
-        obj.next_fire_at = schedules.next_times(obj.cron, obj.timezone, timezone.now(), 1)[0]
+        obj.next_fire_at = schedules.next_times(obj.cron, obj.timezone, clock.now(), 1)[0]
         super().save_model(request, obj, form, change)
 
 

@@ -23,8 +23,8 @@ from typing import Any
 from django.conf import settings
 from django.core.mail import send_mail
 from django.db.models import Q
-from django.utils import timezone
 
+from workflows import clock
 from workflows.engine import outbound
 from workflows.engine.errors import StepError
 from workflows.engine.statuses import InstanceStatus
@@ -67,7 +67,7 @@ def notify(notices: list[Notice], now: datetime | None = None) -> int:
     """After COMMIT: a delivery row per subscribed channel and notice, then a job to send them.
     Never raises (a notice is not worth failing the caller's step for)."""
     try:
-        made = create_deliveries(notices, now or timezone.now())
+        made = create_deliveries(notices, now or clock.now())
         if made:
             enqueue()
         return made
@@ -126,7 +126,7 @@ def notice_payload(event: str, instance_id: int, review_id: int | None, item: An
 
 def deliver_pending(now: datetime | None = None) -> int:
     """The job: attempt every delivery that is due. Returns how many were delivered."""
-    return retry_due(now or timezone.now())
+    return retry_due(now or clock.now())
 
 
 def retry_due(now: datetime, limit: int = 50) -> int:

@@ -54,9 +54,8 @@ import django_rq
 import redis
 from django.conf import settings
 from django.core.management.base import CommandError
-from django.utils import timezone
 
-from workflows import runtime
+from workflows import clock, runtime
 from workflows.adapters import breakers
 from workflows.db_threads import DjangoThreadPool
 from workflows.engine import providers
@@ -97,7 +96,7 @@ RELEASE_REASON = "the ai consumer stopped before the call finished"
 
 def _extend_leases(claims: list[runtime.Claim]) -> None:
     # One statement for all in-flight steps: one commit instead of hundreds.
-    now = timezone.now()
+    now = clock.now()
     get_store().extend_leases([(claim.step.pk, claim.token) for claim in claims], now,
                               now + timedelta(seconds=runtime.conf("LEASE_S")))
 

@@ -12,13 +12,13 @@ from typing import Any
 from django.conf import settings
 from django.http import HttpRequest
 from django.urls import reverse
-from django.utils import timezone
 from ninja import Field, Router, Schema, Status
 
 from dashboard.api.editor_api import definition_or_404
 from dashboard.api.v1.auth import need
 from dashboard.api.v1.problems import Problem
 from dashboard.security import permissions
+from workflows import clock
 from workflows.models import WorkflowDefinition
 from workflows.triggers import manage, mapping, schedules
 from workflows.triggers.models import CatchUp, Schedule, Webhook
@@ -34,7 +34,7 @@ def _stamp(moment: Any) -> str | None:
 
 
 def schedule_json(schedule: Schedule) -> dict[str, Any]:
-    upcoming = schedules.next_times(schedule.cron, schedule.timezone, timezone.now(), NEXT_FIRES) \
+    upcoming = schedules.next_times(schedule.cron, schedule.timezone, clock.now(), NEXT_FIRES) \
         if schedule.enabled else []
     return {"id": schedule.pk, "cron": schedule.cron, "timezone": schedule.timezone, "catch_up": schedule.catch_up,
             "input": schedule.input, "enabled": schedule.enabled, "next_fire_times": [_stamp(t) for t in upcoming],
@@ -100,7 +100,7 @@ def list_schedules(request: HttpRequest, slug: str) -> dict[str, Any]:
 def create_schedule(request: HttpRequest, slug: str, body: ScheduleIn) -> Status[dict[str, Any]]:
     """Start the workflow's latest version on a cron schedule, from the next future tick."""
     definition = _definition(request, slug, write=True)
-    now = timezone.now()
+    now = clock.now()
     try:
         schedule = schedules.create(definition, body.cron.strip(), body.timezone.strip() or "UTC",
                                     catch_up=body.catch_up, start_input=body.input, now=now)
@@ -116,7 +116,7 @@ def create_schedule(request: HttpRequest, slug: str, body: ScheduleIn) -> Status
 def update_schedule(request: HttpRequest, slug: str, schedule_id: int, body: EnabledIn) -> dict[str, Any]:
     """Enabling starts from the next future tick: ticks passed while disabled are not caught up."""
     schedule = _schedule(_definition(request, slug, write=True), schedule_id)
-    schedules.set_enabled(schedule, body.enabled, timezone.now())
+    schedules.set_enabled(schedule, body.enabled, clock.now())
     return schedule_json(schedule)
 
 
@@ -138,7 +138,7 @@ def create_webhook(request: HttpRequest, slug: str, body: WebhookIn) -> Status[d
     """The response holds the signing `secret`: the only time it is shown."""
     definition = _definition(request, slug, write=True)
     try:
-        hook = manage.create_webhook(definition, body.name, body.input_mapping, timezone.now())
+        hook = manage.create_webhook(definition, body.name, body.input_mapping, clock.now())
     except mapping.MappingError as exc:
         raise Problem(422, str(exc), [{"field": "body.input_mapping", "message": str(exc)}]) from None
     return Status(201, {**webhook_json(hook), "secret": hook.secret})
@@ -149,7 +149,7 @@ def create_webhook(request: HttpRequest, slug: str, body: WebhookIn) -> Status[d
 def rotate_webhook(request: HttpRequest, slug: str, hook_id: str) -> dict[str, Any]:
     """A new `secret` (shown this once); the old one still verifies deliveries for 24 hours."""
     hook = _webhook(_definition(request, slug, write=True), hook_id)
-    secret = manage.rotate_secret(hook, timezone.now())
+    secret = manage.rotate_secret(hook, clock.now())
     return {**webhook_json(hook), "secret": secret}
 
 

@@ -77,4 +77,6 @@ def as_json(report: Report) -> dict[str, Any]:
         "database": report.problems.get("database", "ok"), "redis": report.problems.get("redis", "ok"),
         "workers": report.details.get("workers"), "queues": report.details.get("queues"),
         "stuck": [asdict(s) for s in stuck[:LIST_LIMIT]], "stuck_count": len(stuck),
+        # Each worker's, ai consumer's and scheduler's offset to the database's clock (role all).
+        "clocks": report.details.get("clocks"),
     }

@@ -8,9 +8,11 @@ from typing import Any
 import django_rq
 from django.conf import settings
 from django.core.management.base import BaseCommand
-from django.db import close_old_connections
-from django.utils import timezone
+from django.db import InterfaceError, OperationalError, close_old_connections
 
+from workflows import clock
+from workflows.database_outage import DatabaseOutage
+from workflows.observability import metrics  # noqa: F401 - its gauge listens to the clock (clock.listeners)
 from workflows.operators.health import scheduler_beat
 from workflows.scheduler import reconciler
 from workflows.triggers import tick as triggers
@@ -47,6 +49,8 @@ class Command(BaseCommand):
         signal.signal(signal.SIGTERM, stop)
         signal.signal(signal.SIGINT, stop)
         outage = Outage(log, "scheduler")
+        database = DatabaseOutage(log, "scheduler")
+        clock.register("scheduler")  # its offset to the database's clock, logged at start when skewed
         log.info("scheduler started", extra={"tick_s": interval})
         backoff = Backoff()
         while not stopping:
@@ -63,15 +67,20 @@ class Command(BaseCommand):
                 if report:
                     log.info("tick: %s", report)
                 # Schedules and notification retries: time passed in (tests drive it with a fake clock).
-                fired = triggers.tick(timezone.now())
+                fired = triggers.tick(clock.now())
                 if fired:
                     log.info("triggers: %s", fired)
+                database.recovered(started)
             except REDIS_ERRORS as exc:
                 outage.failed(exc)  # one line per outage, not per tick
                 if options["once"]:
                     return
                 pause(backoff.next(), lambda: stopping)
                 continue
+            except (OperationalError, InterfaceError) as exc:
+                # The database away or refusing writes (a crash, a full disk): one line per episode.
+                database.failed("its tick", exc, "the next tick tries again")
+                close_old_connections()
             except Exception:  # noqa: BLE001 - keep reconciling; the next tick retries
                 log.exception("scheduler tick failed")
                 close_old_connections()

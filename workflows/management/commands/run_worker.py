@@ -7,7 +7,9 @@ import django_rq
 from django.core.management.base import BaseCommand, CommandError
 from rq.worker import BaseWorker
 
+from workflows import clock
 from workflows.engine.priorities import queue_names
+from workflows.observability import metrics  # noqa: F401 - its gauge listens to the clock (clock.listeners)
 from workflows.workers.sync import ForkingStepWorker, StepWorker, make_worker
 
 QUEUES = ("ai", "io", "default")
@@ -30,6 +32,8 @@ class Command(BaseCommand):
 
     def handle(self, *args: Any, **options: Any) -> None:
         queues = options["queues"]
+        # Measure this host's offset to the database's clock now: a skew is logged at start.
+        clock.register("ai" if "ai" in queues and not options["sync"] else "worker")
         if "ai" in queues and not options["sync"]:
             if len(queues) > 1:
                 raise CommandError("the ai queue runs in its own consumer: start it separately")
