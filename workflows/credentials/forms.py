@@ -11,6 +11,7 @@ from typing import Any
 from django import forms
 
 from workflows.credentials import store as credentials
+from workflows.credentials.rules import destination_change
 from workflows.models import Credential, CredentialKind
 
 
@@ -44,7 +45,7 @@ class CredentialForm(forms.ModelForm):
         if not self.instance.pk and not value:
             self.add_error("value", "a new credential needs a value")
         if self.instance.pk and not value:
-            changed = credentials.destination_change(self.instance.kind, self.instance.base_url,
+            changed = destination_change(self.instance.kind, self.instance.base_url,
                                                      str(data.get("kind") or ""), str(data.get("base_url") or ""))
             if changed:
                 self.add_error("value", changed)
