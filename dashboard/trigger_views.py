@@ -43,6 +43,8 @@ def webhook_receive(request: HttpRequest, slug: str, hook_id: str) -> JsonRespon
     if not outcome.signed:
         # 404 is no hook's: counted for the address only, so nobody can lock a hook by guessing wrong.
         throttle.count(address, hook_id if outcome.status != 404 else None, now.timestamp())
+    elif 200 <= outcome.status < 300:
+        throttle.remember_sender(address, hook_id)
     return JsonResponse(outcome.body, status=outcome.status)
 
 
