@@ -10,7 +10,7 @@ from django.conf import settings
 from django.core.exceptions import RequestDataTooBig
 from django.http import Http404, HttpRequest, HttpResponse, JsonResponse
 
-from dashboard import permissions
+from dashboard import permissions, tokens
 from workflows import runtime
 from workflows.api_shapes import run_summary
 from workflows.credentials import validate as validate_graph
@@ -41,6 +41,11 @@ def api_view(methods: tuple[str, ...], perm: str | tuple[str, ...] | None = None
         def wrapper(request: HttpRequest, *args: Any, **kwargs: Any) -> JsonResponse:
             if not request.user.is_authenticated:
                 return error(401, "authentication required")
+            wait = tokens.retry_after(request.user.pk)  # per user, as the v1 API's calls
+            if wait is not None:
+                response = error(429, tokens.rate_message(wait))
+                response["Retry-After"] = str(wait)
+                return response
             if request.method not in methods:
                 return error(405, f"method {request.method} not allowed (use {', '.join(methods)})")
             message = permissions.refusal(request.user, *perms)
