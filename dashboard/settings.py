@@ -249,9 +249,14 @@ STEADYFLOW = {
     "TTL_ACTION": env_str("STEADYFLOW_TTL_ACTION", "halt"),
     # Four eyes: the user who started an instance may not approve its review items.
     "REVIEW_FOUR_EYES": env_bool("STEADYFLOW_REVIEW_FOUR_EYES", False),
-    # The v1 API's rate limit per token: this many requests per window (0: no limit), counted in Redis.
+    # The API's rate limit per user (all of a user's tokens and sessions): this many requests per window
+    # (0: no limit), counted in Redis.
     "API_RATE_LIMIT": env_int("STEADYFLOW_API_RATE_LIMIT", 600, minimum=0),
     "API_RATE_WINDOW_S": env_int("STEADYFLOW_API_RATE_WINDOW_S", 60, minimum=1),
+    # Event streams (SSE) and long polls open at once in one web process: per user, and for everyone
+    # (0: no limit); past either a new one is a 429 with Retry-After (dashboard/v1/stream_slots.py).
+    "STREAMS_PER_USER": env_int("STEADYFLOW_STREAMS_PER_USER", 5, minimum=0),
+    "STREAMS_PER_PROCESS": env_int("STEADYFLOW_STREAMS_PER_PROCESS", 50, minimum=0),
     # Per-model prices in USD per 1,000 tokens, JSON: {"gpt-4o-mini": {"prompt_per_1k": 0.00015,
     # "completion_per_1k": 0.0006}}; "*" applies to models not listed.
     "LLM_PRICES": env_json("STEADYFLOW_LLM_PRICES", {}),
