@@ -77,6 +77,14 @@ class TokenRefused(Exception):
     """Why a presented token does not authenticate (unknown, malformed, expired or revoked)."""
 
 
+def public_key(presented: str) -> str:
+    """The public part of a presented token (what finds its row), for a log line: never its secret."""
+    if not presented.startswith(PREFIX):
+        return "(not a Steadyflow token)"
+    key = presented[len(PREFIX):].partition("_")[0]
+    return key[:16] if key.isalnum() else "(malformed)"
+
+
 def authenticate(presented: str, now: datetime | None = None) -> ApiToken:
     """The live token `presented` stands for; raises TokenRefused. Marks it used (at most once a minute)."""
     now = now or timezone.now()

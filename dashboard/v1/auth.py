@@ -11,6 +11,7 @@ role permissions (always), so a token never does more than its user.
 
 from __future__ import annotations
 
+import logging
 from typing import Any
 
 from django.http import HttpRequest
@@ -19,6 +20,8 @@ from ninja.security import HttpBearer, SessionAuth
 from dashboard import tokens
 from dashboard.models import ApiToken
 from dashboard.v1.problems import Problem
+
+log = logging.getLogger("steadyflow.api")
 
 
 def limited(user_id: int) -> None:
@@ -41,6 +44,9 @@ def authenticate_token(request: HttpRequest, token: str) -> Any:
     try:
         found = tokens.authenticate(token)
     except tokens.TokenRefused as exc:
+        # Logged (a guessing client shows up), naming the token's public key part, never its secret.
+        log.warning("API token refused: %s (key %s, from %s)", exc, tokens.public_key(token),
+                    request.META.get("REMOTE_ADDR", ""))
         raise Problem(401, f"authentication failed: {exc}") from None
     limited(found.user.pk)
     request.user = found.user
