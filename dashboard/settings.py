@@ -161,6 +161,13 @@ LOGIN_THROTTLE = {
 # With neither, only loopback may scrape, and only with DEBUG.
 METRICS_TOKEN = env_str("STEADYFLOW_METRICS_TOKEN", "")
 METRICS_ALLOW = env_list("STEADYFLOW_METRICS_ALLOW", [])
+# A guessable token is no protection: at least this long (e.g. `openssl rand -hex 24`). Wrong tokens
+# are throttled per address too (dashboard/metrics_view.py): METRICS_MAX_FAILURES per minute.
+METRICS_TOKEN_MIN_CHARS = 24
+METRICS_MAX_FAILURES = env_int("STEADYFLOW_METRICS_MAX_FAILURES", 10, minimum=1)
+if METRICS_TOKEN and len(METRICS_TOKEN) < METRICS_TOKEN_MIN_CHARS:
+    raise ImproperlyConfigured(f"STEADYFLOW_METRICS_TOKEN is {len(METRICS_TOKEN)} characters: at least "
+                               f"{METRICS_TOKEN_MIN_CHARS} (e.g. openssl rand -hex 24)")
 # Where every process's metric values are written (prometheus_client's multiprocess mode); made here,
 # before any app (django-rq too) creates a metric in it.
 PROMETHEUS_MULTIPROC_DIR = env_str("PROMETHEUS_MULTIPROC_DIR", "")
