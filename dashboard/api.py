@@ -165,7 +165,10 @@ class BadRequest(Exception):
         self.extra = extra
 
     def response(self) -> JsonResponse:
-        return error(self.status, self.message, **self.extra)
+        answer = error(self.status, self.message, **self.extra)
+        if "retry_after" in self.extra:
+            answer["Retry-After"] = str(self.extra["retry_after"])
+        return answer
 
 
 def check_idempotency_key(key: Any) -> str | None:

@@ -264,6 +264,9 @@ STEADYFLOW = {
     # (0: no limit); past either a new one is a 429 with Retry-After (dashboard/v1/stream_slots.py).
     "STREAMS_PER_USER": env_int("STEADYFLOW_STREAMS_PER_USER", 5, minimum=0),
     "STREAMS_PER_PROCESS": env_int("STEADYFLOW_STREAMS_PER_PROCESS", 50, minimum=0),
+    # "Plan with AI" requests being answered at once in one web process (each holds a thread while the
+    # LLM answers); past it a 429 with Retry-After (dashboard/planner_api.py).
+    "PLANNER_CONCURRENCY": env_int("STEADYFLOW_PLANNER_CONCURRENCY", 4, minimum=1),
     # Per-model prices in USD per 1,000 tokens, JSON: {"gpt-4o-mini": {"prompt_per_1k": 0.00015,
     # "completion_per_1k": 0.0006}}; "*" applies to models not listed.
     "LLM_PRICES": env_json("STEADYFLOW_LLM_PRICES", {}),
