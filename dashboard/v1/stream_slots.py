@@ -55,6 +55,12 @@ class Slots:
                 self._by_user.pop(user_id, None)
             self.total = max(0, self.total - 1)
 
+    def reset(self) -> None:
+        """Forget every slot (the test suite, between tests)."""
+        with self._lock:
+            self._by_user.clear()
+            self.total = 0
+
     def open_for(self, user_id: int) -> int:
         with self._lock:
             return self._by_user.get(user_id, 0)
