@@ -161,6 +161,13 @@ LOGIN_THROTTLE = {
 # With neither, only loopback may scrape, and only with DEBUG.
 METRICS_TOKEN = env_str("STEADYFLOW_METRICS_TOKEN", "")
 METRICS_ALLOW = env_list("STEADYFLOW_METRICS_ALLOW", [])
+# A guessable token is no protection: at least this long (e.g. `openssl rand -hex 24`). Wrong tokens
+# are throttled per address too (dashboard/api/metrics_view.py): METRICS_MAX_FAILURES per minute.
+METRICS_TOKEN_MIN_CHARS = 24
+METRICS_MAX_FAILURES = env_int("STEADYFLOW_METRICS_MAX_FAILURES", 10, minimum=1)
+if METRICS_TOKEN and len(METRICS_TOKEN) < METRICS_TOKEN_MIN_CHARS:
+    raise ImproperlyConfigured(f"STEADYFLOW_METRICS_TOKEN is {len(METRICS_TOKEN)} characters: at least "
+                               f"{METRICS_TOKEN_MIN_CHARS} (e.g. openssl rand -hex 24)")
 # Where every process's metric values are written (prometheus_client's multiprocess mode); made here,
 # before any app (django-rq too) creates a metric in it.
 PROMETHEUS_MULTIPROC_DIR = env_str("PROMETHEUS_MULTIPROC_DIR", "")
@@ -256,9 +263,17 @@ STEADYFLOW = {
     "TTL_ACTION": env_str("STEADYFLOW_TTL_ACTION", "halt"),
     # Four eyes: the user who started an instance may not approve its review items.
     "REVIEW_FOUR_EYES": env_bool("STEADYFLOW_REVIEW_FOUR_EYES", False),
-    # The v1 API's rate limit per token: this many requests per window (0: no limit), counted in Redis.
+    # The API's rate limit per user (all of a user's tokens and sessions): this many requests per window
+    # (0: no limit), counted in Redis.
     "API_RATE_LIMIT": env_int("STEADYFLOW_API_RATE_LIMIT", 600, minimum=0),
     "API_RATE_WINDOW_S": env_int("STEADYFLOW_API_RATE_WINDOW_S", 60, minimum=1),
+    # Event streams (SSE) and long polls open at once in one web process: per user, and for everyone
+    # (0: no limit); past either a new one is a 429 with Retry-After (dashboard/api/v1/stream_slots.py).
+    "STREAMS_PER_USER": env_int("STEADYFLOW_STREAMS_PER_USER", 5, minimum=0),
+    "STREAMS_PER_PROCESS": env_int("STEADYFLOW_STREAMS_PER_PROCESS", 50, minimum=0),
+    # "Plan with AI" requests being answered at once in one web process (each holds a thread while the
+    # LLM answers); past it a 429 with Retry-After (dashboard/api/planner_api.py).
+    "PLANNER_CONCURRENCY": env_int("STEADYFLOW_PLANNER_CONCURRENCY", 4, minimum=1),
     # Per-model prices in USD per 1,000 tokens, JSON: {"gpt-4o-mini": {"prompt_per_1k": 0.00015,
     # "completion_per_1k": 0.0006}}; "*" applies to models not listed.
     "LLM_PRICES": env_json("STEADYFLOW_LLM_PRICES", {}),

@@ -63,11 +63,25 @@ def _fresh_webhook_rejection_counts() -> None:
 
     try:
         conn = ratelimit.connection()
-        keys = list(conn.scan_iter("steadyflow:webhook-reject-*", count=1000))
+        # The same for the other counts kept per address or per user (user ids come back after a
+        # rollback): the API's rate limit, a hook's known senders, failed /metrics tokens.
+        keys = [key for pattern in ("steadyflow:webhook-reject-*", "steadyflow:api-rate-user:*",
+                                    "steadyflow:webhook-sender:*", "steadyflow:metrics-fail:*")
+                for key in conn.scan_iter(pattern, count=1000)]
         if keys:
             conn.delete(*keys)
     except Exception:  # noqa: BLE001, S110 - no Redis: nothing was counted either
         pass
+
+
+@pytest.fixture(autouse=True)
+def _no_open_stream_slots() -> Iterator[None]:
+    """Event-stream slots are counted per process (dashboard/api/v1/stream_slots.py): a test's streams must
+    not count against the next test's caps."""
+    from dashboard.api.v1 import stream_slots
+
+    stream_slots.SLOTS.reset()
+    yield
 
 
 @pytest.fixture(autouse=True)

@@ -35,6 +35,11 @@ class TolerantDecimalField(models.DecimalField):
         return name, "django.db.models.DecimalField", args, kwargs
 
 
+# How an EncryptedTextField's value is exported (dumpdata): encrypted with the credentials keys, marked so
+# that loaddata decrypts it back (a fixture may also give a value in clear, unmarked).
+EXPORTED_PREFIX = "encrypted:"
+
+
 class EncryptedTextField(models.TextField):
     """Text encrypted at rest with the credentials keys (Fernet, STEADYFLOW_CREDENTIALS_KEY; see
     workflows/credentials/store.py): the model attribute holds the clear value, the column only the token.
@@ -50,6 +55,23 @@ class EncryptedTextField(models.TextField):
         from workflows.credentials.crypto import decrypt
 
         return decrypt(value)
+
+    def value_to_string(self, obj: Any) -> str:
+        """What `dumpdata` (any serializer) writes: the value encrypted, marked, never in clear."""
+        value = self.value_from_object(obj)
+        if not value:
+            return str(value or "")
+        from workflows.credentials.store import encrypt
+
+        return EXPORTED_PREFIX + encrypt(value)
+
+    def to_python(self, value: Any) -> Any:
+        """A value `loaddata` reads: an exported (encrypted, marked) one is decrypted."""
+        if isinstance(value, str) and value.startswith(EXPORTED_PREFIX):
+            from workflows.credentials.store import decrypt
+
+            return decrypt(value[len(EXPORTED_PREFIX):])
+        return super().to_python(value)
 
     def get_prep_value(self, value: Any) -> Any:
         value = super().get_prep_value(value)

@@ -103,7 +103,8 @@ class WorkflowInstance(models.Model):
     event_seq = models.PositiveIntegerField(default=0)
     trace_id = models.CharField(max_length=55, default=new_trace_id)
     # Unique per definition (Meta.constraints): the same key on another workflow is another start.
-    idempotency_key = models.CharField(max_length=200, null=True, blank=True)
+    # A client's key (at most 200 characters) is stored with its namespace's prefix (runtime/starting.py).
+    idempotency_key = models.CharField(max_length=210, null=True, blank=True)
     halt_reason = models.CharField(max_length=32, blank=True)
     error = models.JSONField(null=True, blank=True)
     tokens = models.PositiveBigIntegerField(default=0)

@@ -22,6 +22,7 @@ from workflows.engine.functions import describe_functions
 from workflows.engine.inputs import InputInvalid
 from workflows.engine.nodes import known_kinds
 from workflows.engine.priorities import PriorityInvalid, parse_priority
+from workflows.engine.validation import expression_load_issue
 from workflows.models import WorkflowDefinition, WorkflowInstance
 from workflows.operators.api_shapes import run_summary
 
@@ -70,6 +71,10 @@ def validate(request: HttpRequest) -> JsonResponse:
     except BodyRejected as exc:
         return error(exc.status, str(exc))
     graph = body.get("graph", body) if isinstance(body, dict) else body
+    too_much = expression_load_issue(graph)
+    if too_much is not None:
+        # Refused before any parse: the request asks for more work than any graph may cost.
+        return error(413, too_much.message, errors=[too_much.as_dict()])
     issues = validate_graph(graph)
     return JsonResponse({"valid": not issues, "errors": [issue.as_dict() for issue in issues]})
 
@@ -106,7 +111,9 @@ def start_workflow(slug: str, inputs: list[dict[str, Any]], keys: list[str | Non
     for key in keys or []:
         check_idempotency_key(key)
     try:
-        return runtime.start_instances(version, inputs, idempotency_keys=keys, user=user, traceparent=traceparent,
+        # Stored in the clients' namespace (runtime/starting.py: internal starts have their own).
+        stored = [runtime.client_key(key) for key in keys] if keys is not None else None
+        return runtime.start_instances(version, inputs, idempotency_keys=stored, user=user, traceparent=traceparent,
                                        priority=level)
     except PayloadTooLarge as exc:
         raise BadRequest(exc.message, 413) from None

@@ -16,7 +16,7 @@ from django.conf import settings
 from django.core.exceptions import RequestDataTooBig
 from django.http import Http404, HttpRequest, HttpResponse, JsonResponse
 
-from dashboard.security import permissions
+from dashboard.security import permissions, tokens
 from workflows.engine import strict_json
 
 View = Callable[..., JsonResponse]
@@ -36,6 +36,11 @@ def api_view(methods: tuple[str, ...], perm: str | tuple[str, ...] | None = None
         def wrapper(request: HttpRequest, *args: Any, **kwargs: Any) -> JsonResponse:
             if not request.user.is_authenticated:
                 return error(401, "authentication required")
+            wait = tokens.retry_after(request.user.pk)  # per user, as the v1 API's calls
+            if wait is not None:
+                response = error(429, tokens.rate_message(wait))
+                response["Retry-After"] = str(wait)
+                return response
             if request.method not in methods:
                 return error(405, f"method {request.method} not allowed (use {', '.join(methods)})")
             message = permissions.refusal(request.user, *perms)
@@ -101,4 +106,7 @@ class BadRequest(Exception):
         self.extra = extra
 
     def response(self) -> JsonResponse:
-        return error(self.status, self.message, **self.extra)
+        answer = error(self.status, self.message, **self.extra)
+        if "retry_after" in self.extra:
+            answer["Retry-After"] = str(self.extra["retry_after"])
+        return answer

@@ -10,12 +10,18 @@ from __future__ import annotations
 
 import hmac
 import ipaddress
+import logging
+import time
 
 from django.conf import settings
 from django.http import HttpRequest, HttpResponse, JsonResponse
 from django.views.decorators.http import require_GET
 
+from workflows.adapters import ratelimit
 from workflows.observability import metrics
+
+log = logging.getLogger("steadyflow.metrics")
+FAILURE_WINDOW_S = 60
 
 
 def _address_allowed(address: str, networks: list[str]) -> bool:
@@ -38,8 +44,18 @@ def _refusal(request: HttpRequest) -> JsonResponse | None:
     if allow and not _address_allowed(address, allow):
         return JsonResponse({"error": "this address may not read metrics"}, status=403)
     if token:
+        window = ratelimit.Window("metrics-fail", int(settings.METRICS_MAX_FAILURES), FAILURE_WINDOW_S)
+        now = time.time()
+        if ratelimit.over(window, address, now):
+            # Guessing is throttled: past the failures allowed, even the right token waits the window out.
+            response = JsonResponse({"error": "too many failed metrics requests from this address"}, status=429)
+            response["Retry-After"] = str(window.retry_after(now))
+            return response
         scheme, _, given = request.META.get("HTTP_AUTHORIZATION", "").partition(" ")
         if scheme.lower() != "bearer" or not hmac.compare_digest(given.strip().encode(), token.encode()):
+            if ratelimit.hit(window, address, now) == window.limit:
+                log.warning("metrics: %d failed scrapes from %s, refused for %d s", window.limit, address,
+                            window.retry_after(now))
             response = JsonResponse({"error": "a valid bearer token is required"}, status=401)
             response["WWW-Authenticate"] = 'Bearer realm="metrics"'
             return response

@@ -7,8 +7,10 @@ not validate is refused (400) with `errors` naming each problem's node; a valid 
 
 from __future__ import annotations
 
+import threading
 from typing import Any
 
+from django.conf import settings
 from django.http import HttpRequest, JsonResponse
 
 from dashboard.api.editor_api import definition_or_404, graph_diff
@@ -17,17 +19,39 @@ from dashboard.security import permissions
 from workflows.authoring import planning
 from workflows.engine.planner import plan_issues_text
 
+# Plans being made at once in this process: each holds a thread (and a provider connection) for as long
+# as the LLM takes, so a few users pressing "Plan" cannot take every thread. Past it: 429 + Retry-After.
+RETRY_AFTER_S = 10
+_planning = threading.BoundedSemaphore(1)  # replaced by _slots() with the configured size
+_planning_size = 0
+_planning_lock = threading.Lock()
+
+
+def _slots() -> threading.BoundedSemaphore:
+    global _planning, _planning_size
+    size = int(settings.STEADYFLOW["PLANNER_CONCURRENCY"])
+    with _planning_lock:
+        if size != _planning_size:
+            _planning, _planning_size = threading.BoundedSemaphore(size), size
+        return _planning
+
 
 def plan_json(slug: str, body: dict[str, Any]) -> dict[str, Any]:
     """Plan for workflow `slug` from a request body ({objective, provider?, credential?, model?, script?,
     current?}: with `current`, a graph, the answer adds `diff`, from it to the proposal). Raises
-    BadRequest: 400 naming the nodes of an invalid proposal, 422 for a reply that is no graph, 502 when
-    the provider fails."""
+    BadRequest: 400 naming the nodes of an invalid proposal, 422 for a reply that is no graph, 429 when
+    STEADYFLOW_PLANNER_CONCURRENCY plans are being made already, 502 when the provider fails."""
     definition_or_404(slug)
+    slots = _slots()
+    if not slots.acquire(blocking=False):
+        raise BadRequest(f"{_planning_size} plans are being made already (STEADYFLOW_PLANNER_CONCURRENCY): "
+                         f"retry in {RETRY_AFTER_S} s", 429, retry_after=RETRY_AFTER_S)
     try:
         plan = planning.propose(planning.request_from(body))
     except planning.PlanFailed as exc:
         raise BadRequest(str(exc), exc.status) from None
+    finally:
+        slots.release()
     if plan.issues:
         raise BadRequest(f"the proposal was refused: {plan_issues_text(plan.issues)}",
                          errors=[issue.as_dict() for issue in plan.issues], graph=plan.graph, usage=plan.usage)

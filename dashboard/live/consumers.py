@@ -16,6 +16,7 @@ accepting, so the browser sees the code and the page can say why instead of retr
 
 from __future__ import annotations
 
+import asyncio
 import logging
 from typing import Any
 
@@ -39,7 +40,37 @@ MAX_FRAME_CHARS = 4096
 MAX_FRAME_DEPTH = 8
 
 
+# How often an open socket re-checks its user: logged out (the session gone or moved to someone
+# else), deactivated, password changed, or no longer allowed to view instances -> told why and closed.
+RECHECK_S = 5.0
+
+
+def still_refused(user_id: int, session_key: str | None, auth_hash: str | None) -> tuple[int, str] | None:
+    """Why this socket's user may no longer watch, as (close code, message); None while they may."""
+    from importlib import import_module
+
+    from django.conf import settings
+    from django.contrib.auth import HASH_SESSION_KEY, SESSION_KEY, get_user_model
+    from django.utils.crypto import constant_time_compare
+
+    user = get_user_model().objects.filter(pk=user_id).first()
+    if user is None or not user.is_active:
+        return CLOSE_UNAUTHENTICATED, "your account is no longer active"
+    if session_key is not None:
+        session = import_module(settings.SESSION_ENGINE).SessionStore(session_key=session_key)
+        if str(session.get(SESSION_KEY)) != str(user_id):
+            return CLOSE_UNAUTHENTICATED, "you were logged out: log in again to watch workflows"
+        stored = session.get(HASH_SESSION_KEY) or auth_hash
+        if stored is None or not constant_time_compare(stored, user.get_session_auth_hash()):
+            return CLOSE_UNAUTHENTICATED, "your password changed: log in again to watch workflows"
+    message = permissions.refusal(user, *VIEW_PERMISSIONS)
+    if message is not None:
+        return CLOSE_FORBIDDEN, message
+    return None
+
+
 class _Refusing(AsyncJsonWebsocketConsumer):
+    _recheck: asyncio.Task[None] | None = None
     async def receive(self, text_data: str | None = None, bytes_data: bytes | None = None, **kwargs: Any) -> None:
         """Pages send only small JSON pings: a binary, oversize or non-JSON frame is dropped (and logged
         at debug), never an error that closes the socket with a traceback in the log."""
@@ -57,6 +88,31 @@ class _Refusing(AsyncJsonWebsocketConsumer):
         await self.accept()
         await self.send_json({"type": "error", "code": code, "message": message})
         await self.close(code=code)
+
+    def start_rechecks(self, user: Any) -> None:
+        """Re-check the user every RECHECK_S while the socket is open (stopped on disconnect)."""
+        session = self.scope.get("session")
+        key = getattr(session, "session_key", None)
+        self._recheck = asyncio.ensure_future(self._rechecks(user.pk, key, user.get_session_auth_hash()))
+
+    async def _rechecks(self, user_id: int, session_key: str | None, auth_hash: str) -> None:
+        while True:
+            await asyncio.sleep(RECHECK_S)
+            try:
+                refused = await database_sync_to_async(still_refused)(user_id, session_key, auth_hash)
+            except Exception as exc:  # noqa: BLE001 - a database hiccup: try again next time
+                log.warning("websocket: could not re-check its user: %s", type(exc).__name__)
+                continue
+            if refused is not None:
+                code, message = refused
+                await self.send_json({"type": "error", "code": code, "message": message})
+                await self.close(code=code)
+                return
+
+    def stop_rechecks(self) -> None:
+        if self._recheck is not None:
+            self._recheck.cancel()
+            self._recheck = None
 
     async def check_user(self) -> Any:
         """The user when they may view instances, as the instance API asks (dashboard/security/permissions.py);
@@ -92,11 +148,13 @@ class InstanceConsumer(_Refusing):
         await self.accept()
         await self.send_json({"type": "hello", "instance": self.instance_id, "last_seq": last_seq})
         relay.ready(self.instance_id, self, last_seq)
+        self.start_rechecks(self.scope["user"])
 
     def _last_seq(self) -> int:
         return WorkflowInstance.objects.filter(pk=self.instance_id).values_list("event_seq", flat=True).first() or 0
 
     async def disconnect(self, code: int) -> None:
+        self.stop_rechecks()
         if self.watching:
             await get_relay().unwatch(self.instance_id, self)
             self.watching = False
@@ -125,8 +183,10 @@ class DashboardConsumer(_Refusing):
         self.watching = True
         await self.accept()
         await self.send_json({"type": "hello"})
+        self.start_rechecks(self.scope["user"])
 
     async def disconnect(self, code: int) -> None:
+        self.stop_rechecks()
         if self.watching:
             await get_relay().unwatch_dashboard(self)
             self.watching = False

@@ -32,9 +32,6 @@ class TokenForm(forms.Form):
         self.fields["scopes"].choices = [(s, s) for s in allowed]
 
 
-SHOW_ONCE = "steadyflow-new-api-token"
-
-
 @login_required
 def token_list(request: HttpRequest) -> HttpResponse:
     form = TokenForm(request.POST or None, user=request.user)
@@ -46,16 +43,19 @@ def token_list(request: HttpRequest) -> HttpResponse:
         except ValueError as exc:
             form.add_error("scopes", str(exc))
         else:
-            # Post/redirect/get, so a reload does not make a second token. The token rides in the session
-            # to the next GET, which takes it out: shown once, then only its sha256 is left anywhere.
-            request.session[SHOW_ONCE] = {"name": issued.token.name, "token": issued.plaintext}
-            return redirect("api-tokens")
-    shown = request.session.pop(SHOW_ONCE, None) if request.method == "GET" else None
+            # Shown in this answer only (no-store), never kept in the session: after it only the token's
+            # sha256 is left anywhere. A reload asks the browser to send the form again.
+            return _page(request, TokenForm(user=request.user), {"name": issued.token.name,
+                                                                "token": issued.plaintext})
+    return _page(request, form, None)
+
+
+def _page(request: HttpRequest, form: TokenForm, shown: dict[str, str] | None) -> HttpResponse:
     rows = ApiToken.objects.filter(user=request.user).order_by("-created_at")
     response = render(request, "dashboard/tokens.html", {
         "form": form, "shown": shown, "tokens": rows, "now": timezone.now(), "scopes": tokens.SCOPES,
         "rate": tokens.rate_limit()})
-    response["Cache-Control"] = "no-store"  # the page may hold a token
+    response["Cache-Control"] = "no-store"  # the page may hold a token: no cache may keep it
     return response
 
 

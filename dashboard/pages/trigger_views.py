@@ -24,7 +24,6 @@ from workflows.models import WorkflowDefinition
 from workflows.triggers import manage, mapping, schedules, signing, throttle, webhooks
 from workflows.triggers.models import CatchUp, Schedule, ScheduleFire, Webhook, WebhookRejection
 
-SECRET_SESSION_KEY = "steadyflow_new_webhook_secret"
 log = logging.getLogger("steadyflow.triggers")
 
 
@@ -43,6 +42,8 @@ def webhook_receive(request: HttpRequest, slug: str, hook_id: str) -> JsonRespon
     if not outcome.signed:
         # 404 is no hook's: counted for the address only, so nobody can lock a hook by guessing wrong.
         throttle.count(address, hook_id if outcome.status != 404 else None, now.timestamp())
+    elif 200 <= outcome.status < 300:
+        throttle.remember_sender(address, hook_id)
     return JsonResponse(outcome.body, status=outcome.status)
 
 
@@ -82,24 +83,34 @@ def workflow_triggers(request: HttpRequest, slug: str) -> HttpResponse:
         if refused is not None:
             raise PermissionDenied(refused)
         try:
-            _change(request, definition)
+            new_secret = _change(request, definition)
         except (schedules.ScheduleInvalid, mapping.MappingError, strict_json.JSONRejected, ValueError) as exc:
             messages.error(request, str(exc))
+        else:
+            if new_secret is not None:
+                # Shown in this answer only (no-store), never kept in the session.
+                return _page(request, definition, new_secret)
         return redirect("workflow-triggers", slug=slug)
+    return _page(request, definition, None)
+
+
+def _page(request: HttpRequest, definition: WorkflowDefinition, new_secret: dict[str, str] | None) -> HttpResponse:
     now = timezone.now()
     hooks = list(definition.webhooks.all())
     rows = [{"schedule": s, "next": schedules.next_times(s.cron, s.timezone, now) if s.enabled else []}
             for s in definition.schedules.all()]
-    return render(request, "dashboard/triggers.html", {
+    response = render(request, "dashboard/triggers.html", {
         "definition": definition, "webhooks": hooks, "schedules": rows,
         "rejections": WebhookRejection.objects.filter(webhook__definition=definition).select_related("webhook")[:50],
         "fires": ScheduleFire.objects.filter(schedule__definition=definition)[:20],
-        "new_secret": request.session.pop(SECRET_SESSION_KEY, None),
+        "new_secret": new_secret,
         "can_change": request.user.has_perm(permissions.CHANGE_WORKFLOW),
         "catch_up_choices": CatchUp.values, "priorities": PRIORITIES, "signature_header": signing.HEADER,
         "delivery_header": signing.DELIVERY_HEADER,
         "base_url": settings.STEADYFLOW["BASE_URL"].rstrip("/"),
     })
+    response["Cache-Control"] = "no-store"  # it may show a new secret: no cache may keep it
+    return response
 
 
 def _json_field(request: HttpRequest, name: str) -> Any:
@@ -107,7 +118,8 @@ def _json_field(request: HttpRequest, name: str) -> Any:
     return strict_json.loads(text, name) if text else {}
 
 
-def _change(request: HttpRequest, definition: WorkflowDefinition) -> None:
+def _change(request: HttpRequest, definition: WorkflowDefinition) -> dict[str, str] | None:
+    """Apply the POSTed action; a new webhook secret to show once, or None."""
     action = request.POST.get("action", "")
     now = timezone.now()
     pk = request.POST.get("id", "")
@@ -115,16 +127,15 @@ def _change(request: HttpRequest, definition: WorkflowDefinition) -> None:
         priority = parse_priority(request.POST.get("priority") or None, "the webhook's priority")
         hook = manage.create_webhook(definition, request.POST.get("name", ""), _json_field(request, "input_mapping"),
                                      now, priority=priority)
-        # Shown once, on the next page view (kept server-side in the session, not in a cookie).
-        request.session[SECRET_SESSION_KEY] = {"hook": hook.hook_id, "secret": hook.secret}
         messages.success(request, f"webhook {hook.hook_id} created: copy its secret now, it is not shown again")
+        return {"hook": hook.hook_id, "secret": hook.secret}
     elif action in ("enable_webhook", "disable_webhook", "rotate_webhook", "delete_webhook"):
         hook = get_object_or_404(Webhook, definition=definition, pk=pk)
         if action == "delete_webhook":
             hook.delete()
         elif action == "rotate_webhook":
-            request.session[SECRET_SESSION_KEY] = {"hook": hook.hook_id, "secret": manage.rotate_secret(hook, now)}
             messages.success(request, f"webhook {hook.hook_id}: new secret (the old one works for 24 hours)")
+            return {"hook": hook.hook_id, "secret": manage.rotate_secret(hook, now)}
         else:
             manage.set_enabled(hook, action == "enable_webhook")
     elif action == "add_schedule":
@@ -141,3 +152,4 @@ def _change(request: HttpRequest, definition: WorkflowDefinition) -> None:
             schedules.set_enabled(schedule, action == "enable_schedule", now)
     else:
         raise ValueError(f"unknown action {action!r}")
+    return None

@@ -77,6 +77,14 @@ class TokenRefused(Exception):
     """Why a presented token does not authenticate (unknown, malformed, expired or revoked)."""
 
 
+def public_key(presented: str) -> str:
+    """The public part of a presented token (what finds its row), for a log line: never its secret."""
+    if not presented.startswith(PREFIX):
+        return "(not a Steadyflow token)"
+    key = presented[len(PREFIX):].partition("_")[0]
+    return key[:16] if key.isalnum() else "(malformed)"
+
+
 def authenticate(presented: str, now: datetime | None = None) -> ApiToken:
     """The live token `presented` stands for; raises TokenRefused. Marks it used (at most once a minute)."""
     now = now or timezone.now()
@@ -122,19 +130,27 @@ def scope_refusal(token: ApiToken | None, user: Any, scope: str, *perms: str) ->
 # --- Rate limit -------------------------------------------------------------------------------------
 
 def rate_limit() -> tuple[int, int]:
-    """(requests, window in seconds) per token: STEADYFLOW_API_RATE_LIMIT per STEADYFLOW_API_RATE_WINDOW_S."""
+    """(requests, window in seconds) per user, across all of the user's tokens and sessions:
+    STEADYFLOW_API_RATE_LIMIT per STEADYFLOW_API_RATE_WINDOW_S."""
     conf = settings.STEADYFLOW
     return int(conf["API_RATE_LIMIT"]), int(conf["API_RATE_WINDOW_S"])
 
 
-def retry_after(token: ApiToken, now: float | None = None) -> int | None:
-    """Count one request for `token` in the current fixed window (workflows/adapters/ratelimit.py). Returns None
-    when allowed, else the seconds until the window ends (Retry-After). With Redis unreachable the request
-    is allowed: the limit protects capacity, it is not a permission."""
+def retry_after(user_id: int, now: float | None = None) -> int | None:
+    """Count one API request of the user `user_id` (whichever token or session it came with) in the
+    current fixed window (workflows/adapters/ratelimit.py): more tokens or the session cookie buy no more calls.
+    Returns None when allowed, else the seconds until the window ends (Retry-After). With Redis
+    unreachable the request is allowed: the limit protects capacity, it is not a permission."""
     limit, window_s = rate_limit()
-    window = ratelimit.Window("api-rate", limit, window_s)
+    window = ratelimit.Window("api-rate-user", limit, window_s)
     now = time.time() if now is None else now
-    count = ratelimit.hit(window, str(token.pk), now)
+    count = ratelimit.hit(window, str(user_id), now)
     if count is None or count <= limit:
         return None
     return window.retry_after(now)
+
+
+def rate_message(wait: int) -> str:
+    limit, window = rate_limit()
+    return (f"rate limit of {limit} requests per {window} s for your account (all its tokens and sessions) "
+            f"reached: retry in {wait} s")

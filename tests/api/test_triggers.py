@@ -87,7 +87,7 @@ def test_webhooks_crud_and_the_secret_is_shown_once(as_role, flow, client):
     # A delivery signed with the new secret starts the workflow; the old one still verifies (grace).
     for n, secret in enumerate((stored.secret, hook["secret"])):
         body = b'{"customer": {"email": "a@example.com"}}'
-        signed = signing.header_value([secret], int(time.time()), body)
+        signed = signing.header_value([secret], int(time.time()), body, f"d{n}")
         answer = client.post(f"/hooks/{flow}/{hook['id']}", body, content_type="application/json",
                              **{"HTTP_STEADYFLOW_SIGNATURE": signed, "HTTP_STEADYFLOW_DELIVERY": f"d{n}"})
         assert answer.status_code in (200, 201, 202), answer.content

@@ -21,7 +21,7 @@ import pytest
 from asgiref.sync import async_to_sync
 from channels.testing import WebsocketCommunicator
 from django.apps import apps
-from django.test import Client
+from django.test import Client, override_settings
 
 from dashboard.asgi import application
 from tests.conftest import Processes, wait_for
@@ -156,8 +156,9 @@ def test_planted_credentials_never_reach_anything_stored_or_shown(
         # Planted through the credentials page, as a designer would.
         page = client.post("/credentials/", {"name": "crm_token", "kind": "secret", "value": SECRET})
         assert page.status_code == 302, page.content.decode()
-        page = client.post("/credentials/", {"name": "team-a", "kind": "llm_provider", "value": PROVIDER_KEY,
-                                             "base_url": llm.url, "allowed_models_text": "m1"})
+        with override_settings(DEBUG=True):  # the test provider speaks plain http on loopback
+            page = client.post("/credentials/", {"name": "team-a", "kind": "llm_provider", "value": PROVIDER_KEY,
+                                                 "base_url": llm.url, "allowed_models_text": "m1"})
         assert page.status_code == 302, page.content.decode()
         assert Credential.objects.count() == 2
 

@@ -73,7 +73,8 @@ def receiver(settings: Any) -> Iterator[Receiver]:
 
 def verified(secret: str, headers: dict[str, str], body: bytes) -> bool:
     try:
-        signing.verify(headers.get("steadyflow-signature"), body, [secret], now=time.time(), window_s=300)
+        signing.verify(headers.get("steadyflow-signature"), body, [secret], now=time.time(), window_s=300,
+                       delivery_id=headers.get("steadyflow-delivery", ""))
     except signing.SignatureRejected:
         return False
     return True

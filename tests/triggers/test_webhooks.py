@@ -37,7 +37,8 @@ def post(hook: Webhook, payload: Any, *, secrets: list[str] | None = None, at: f
     if header is not None:
         headers["HTTP_STEADYFLOW_SIGNATURE"] = header
     else:
-        headers["HTTP_STEADYFLOW_SIGNATURE"] = signing.header_value(secrets or [hook.secret], timestamp, body)
+        headers["HTTP_STEADYFLOW_SIGNATURE"] = signing.header_value(secrets or [hook.secret], timestamp, body,
+                                                                        delivery or "")
     if delivery is not None:
         headers["HTTP_STEADYFLOW_DELIVERY"] = delivery
     return (client or Client()).post(f"/hooks/{hook.definition.slug}/{hook.hook_id}", body,
@@ -77,11 +78,11 @@ def test_a_bad_signature_is_refused_and_logged(hook: Webhook) -> None:
     assert response.status_code == 401
     assert response.json() == {"message": "signature does not match"}
     tampered = post(hook, ORDER, raw=b'{"data": {"id": 43, "items": [{"sku": "A-1"}]}}',
-                    header=signing.header_value([hook.secret], int(time.time()), json.dumps(ORDER).encode()))
+                    header=signing.header_value([hook.secret], int(time.time()), json.dumps(ORDER).encode(), "d-1"))
     assert tampered.status_code == 401
     assert post(hook, ORDER, header="").status_code == 401  # missing
-    assert post(hook, ORDER, header="t=abc,v1=00").status_code == 401
-    assert post(hook, ORDER, header=f"t={int(time.time())}").status_code == 401  # no v1
+    assert post(hook, ORDER, header="t=abc,v2=00").status_code == 401
+    assert post(hook, ORDER, header=f"t={int(time.time())}").status_code == 401  # no v2
     assert not WorkflowInstance.objects.exists()
     logged = rejections(hook)
     assert [status for status, _ in logged] == [401] * 5
@@ -107,7 +108,7 @@ def test_a_replayed_delivery_is_refused_once_outside_the_window(hook: Webhook, s
     settings.STEADYFLOW = {**settings.STEADYFLOW, "WEBHOOK_REPLAY_WINDOW_S": 5.0}
     signed_at = time.time()
     body = json.dumps(ORDER).encode()
-    header = signing.header_value([hook.secret], int(signed_at), body)
+    header = signing.header_value([hook.secret], int(signed_at), body, "captured")
     first = post(hook, None, raw=body, header=header, delivery="captured")
     assert first.status_code == 202
     again = post(hook, None, raw=body, header=header, delivery="captured")

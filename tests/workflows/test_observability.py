@@ -27,7 +27,7 @@ from workflows import runtime
 from workflows.authoring.definitions import save_version
 from workflows.models import StepRun, WorkflowDefinition
 
-TOKEN = "metrics-test-token"
+TOKEN = "metrics-test-token-of-24-chars-or-more"
 
 
 class Web:

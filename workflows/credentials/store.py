@@ -17,6 +17,8 @@ import re
 from collections.abc import Mapping
 from typing import Any
 
+from django.conf import settings
+
 from workflows.credentials.crypto import decrypt, fernet
 from workflows.credentials.crypto import encrypt as encrypt  # re-exported: callers written before the split
 from workflows.credentials.rules import CredentialError
@@ -38,20 +40,26 @@ MAX_VALUE_CHARS = 10_000
 def rotate() -> int:
     """Re-encrypt every credential, and every other secret encrypted at rest (webhook and notification
     channel secrets, EncryptedTextField), under the first key; returns how many rows."""
+    from django.db import transaction
+
     from workflows.triggers.models import NotificationChannel, Webhook
 
     count = 0
-    for credential in Credential.objects.all():
-        credential.encrypted_value = fernet().rotate(credential.encrypted_value.encode()).decode()
-        credential.save(update_fields=["encrypted_value"])
-        count += 1
-    # Loading decrypts with any key; saving encrypts with the first.
-    for hook in Webhook.objects.all():
-        hook.save(update_fields=["secret", "previous_secret"])
-        count += 1
-    for channel in NotificationChannel.objects.all():
-        channel.save(update_fields=["secret"])
-        count += 1
+    # One transaction (a row that cannot be decrypted leaves every row as it was), each row read under
+    # its lock (select_for_update, in id order: two rotations or an edit meanwhile wait, and an edit
+    # committed first is what gets re-encrypted, never overwritten with the value read before it).
+    with transaction.atomic():
+        for credential in Credential.objects.select_for_update().order_by("pk"):
+            credential.encrypted_value = fernet().rotate(credential.encrypted_value.encode()).decode()
+            credential.save(update_fields=["encrypted_value"])
+            count += 1
+        # Loading decrypts with any key; saving encrypts with the first.
+        for hook in Webhook.objects.select_for_update().order_by("pk"):
+            hook.save(update_fields=["secret", "previous_secret"])
+            count += 1
+        for channel in NotificationChannel.objects.select_for_update().order_by("pk"):
+            channel.save(update_fields=["secret"])
+            count += 1
     return count
 
 
@@ -74,6 +82,9 @@ def clean_fields(name: str, kind: str, base_url: str, models: Any) -> list[str]:
         return []
     if not re.match(r"^https?://[^\s]+$", base_url or ""):
         raise CredentialError("base_url: an http(s) URL, e.g. https://api.openai.com/v1")
+    if not base_url.lower().startswith("https://") and not settings.DEBUG:
+        # The key travels with every call: never in clear over the network (plain http: DEBUG only).
+        raise CredentialError("base_url: must be https (plain http only with DEBUG), e.g. https://api.openai.com/v1")
     if isinstance(models, str):
         models = [m.strip() for m in re.split(r"[,\s]+", models) if m.strip()]
     if not isinstance(models, list) or len(models) > MAX_MODELS or not all(

@@ -23,8 +23,9 @@ from workflows.engine.evaluator import ALLOWED_NODES, Evaluator
 from workflows.engine.expression_functions import FUNCTIONS, TEXT_METHODS, text_of
 from workflows.engine.expression_limits import Budget, ExpressionLimit, MissingValue
 
-__all__ = ["Budget", "ExpressionLimit", "MissingValue", "check_templates", "condition_names", "evaluate",
-           "parse", "render", "template_expressions"]
+__all__ = ["Budget", "ExpressionError", "ExpressionLimit", "MissingValue", "check_templates", "condition_names",
+           "count_expressions", "evaluate", "parse", "parse_cache_clear", "parse_cache_info", "render",
+           "template_expressions"]
 
 _TEMPLATE = re.compile(r"\{\{\s*(.*?)\s*\}\}")
 
@@ -53,10 +54,52 @@ def _depth(tree: ast.AST) -> int:
     return deepest
 
 
-@lru_cache(maxsize=4096)
 def parse(expression: str) -> ast.expr:
-    """Parse, check against the allow-list and fold constants, once (cached); raises
-    ExpressionError with the reason."""
+    """Parse, check against the allow-list and fold constants, once (cached, a failure too: the same
+    bad expression sent again costs a lookup); raises ExpressionError with the reason."""
+    parsed = _parsed_or_error(expression)
+    if isinstance(parsed, str):
+        raise ExpressionError(parsed)
+    return parsed
+
+
+@lru_cache(maxsize=8192)
+def _parsed_or_error(expression: str) -> ast.expr | str:
+    try:
+        return _parse(expression)
+    except ExpressionError as exc:
+        return str(exc)
+
+
+parse_cache_info = _parsed_or_error.cache_info
+parse_cache_clear = _parsed_or_error.cache_clear
+
+
+def count_expressions(graph: Mapping[str, Any]) -> int:
+    """Template placeholders in every string of `graph` plus its edges' conditions: what validating
+    it would parse at most (limits.MAX_GRAPH_EXPRESSIONS). Linear, no parsing; iterative (a deep
+    graph is refused before, by the JSON depth check)."""
+    count = 0
+    stack: list[Any] = [graph]
+    while stack:
+        item = stack.pop()
+        if isinstance(item, str):
+            count += item.count("{{")
+        elif isinstance(item, Mapping):
+            stack.extend(item.values())
+        elif isinstance(item, list | tuple):
+            stack.extend(item)
+    edges, nodes = graph.get("edges"), graph.get("nodes")
+    conditions = [edge.get("when") for edge in (edges if isinstance(edges, list) else []) if isinstance(edge, Mapping)]
+    for node in nodes if isinstance(nodes, list) else []:
+        config = node.get("config") if isinstance(node, Mapping) else None
+        rules = config.get("rules") if isinstance(config, Mapping) else None
+        conditions += [rule.get("when") for rule in (rules if isinstance(rules, list) else [])
+                       if isinstance(rule, Mapping)]
+    return count + sum(1 for when in conditions if isinstance(when, str) and when.strip())
+
+
+def _parse(expression: str) -> ast.expr:
     if not isinstance(expression, str) or not expression.strip():
         raise ExpressionError("expression is empty")
     if len(expression) > MAX_EXPRESSION_CHARS:

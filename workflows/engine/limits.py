@@ -38,6 +38,10 @@ MAX_SUBWORKFLOW_DEPTH = 10          # a subworkflow node's max_depth (levels of 
 # routes and wide fan-out/fan-in (a 1,000-way split and join needs 2,000).
 MAX_NODES = 1_000
 MAX_EDGES = 5_000
+# Template placeholders (`{{ ... }}` in any string of the graph) plus conditions (edges' `when`,
+# routers' rules), counted before anything is parsed: validation parses each, so this bounds the CPU
+# one /validate or save costs (a flood of 300,000 cost over a minute). Ten per node of the largest graph.
+MAX_GRAPH_EXPRESSIONS = 10_000
 
 # An operator's grants on a review decision (workflows/operators/review.py, the decision form).
 MAX_GRANT_TRANSITIONS = MAX_TRANSITIONS

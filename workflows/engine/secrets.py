@@ -160,11 +160,27 @@ class SecretScope:
         """Scrub these values too (an LLM provider credential's key)."""
         self._scrub = (*self._scrub, *_variants(values))
 
+    def also_scrub_scope(self, other: SecretScope | None) -> None:
+        """Scrub what `other` scrubs too (a tool step: its llm node's secrets, which the model saw)."""
+        if other is not None:
+            self._scrub = tuple(dict.fromkeys((*self._scrub, *other._scrub)))
+
     def scrub(self, value: Any) -> Any:
         """What came back (an output, an error), recursively, without any value this scope holds."""
         if not self._scrub:
             return value
         return self.masked(value)
+
+    def scrub_partial(self, text: str) -> str:
+        """Text still arriving (a streamed reply so far): scrubbed, and without a tail that could be
+        the start of a value (the next chunk may complete it), so no prefix of a secret is shown."""
+        text = self.scrub(text)
+        for value in self._scrub:
+            for n in range(min(len(value) - 1, len(text)), 0, -1):
+                if text.endswith(value[:n]):
+                    text = text[:-n]
+                    break
+        return text
 
 
 # --- Validation -------------------------------------------------------------------------------------

@@ -150,6 +150,18 @@ def unsafe_value(data: Any, max_depth: int = limits.MAX_JSON_DEPTH) -> str | Non
     return None
 
 
+def expression_load_issue(data: Any) -> GraphIssue | None:
+    """The graph holds more placeholders and conditions than validation may parse
+    (limits.MAX_GRAPH_EXPRESSIONS): counted without parsing, so refusing costs one walk."""
+    if not isinstance(data, dict):
+        return None
+    count = expressions.count_expressions(data)
+    if count <= limits.MAX_GRAPH_EXPRESSIONS:
+        return None
+    return GraphIssue(f"the graph has {count:,} template placeholders and conditions: "
+                      f"{limits.MAX_GRAPH_EXPRESSIONS:,} at most (MAX_GRAPH_EXPRESSIONS)", field="graph")
+
+
 def validate_graph(data: Any, *, imposed_limit: bool = False) -> list[GraphIssue]:
     """Return every issue found; an empty list means the graph is valid.
 
@@ -176,6 +188,9 @@ def validate_graph(data: Any, *, imposed_limit: bool = False) -> list[GraphIssue
                if len(items) > bound]
     if too_big:
         return too_big
+    load = expression_load_issue(data)
+    if load is not None:
+        return [load]
     if "settings" in data:
         issues += _schema_issues(data["settings"], SETTINGS_SHAPE, "settings")
 

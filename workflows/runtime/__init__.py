@@ -42,7 +42,7 @@ from workflows.runtime.loop import (
 from workflows.runtime.observe import current_step
 from workflows.runtime.records import Claim, Outcome, StepOutputs, as_step_error
 from workflows.runtime.resuming import resume
-from workflows.runtime.starting import start_instance, start_instances
+from workflows.runtime.starting import client_key, start_instance, start_instances
 from workflows.runtime.step_calls import build_call, timeout_for
 from workflows.runtime.stopping import stop_instance
 from workflows.runtime.subflows import other_waiting as others_waiting
@@ -51,7 +51,8 @@ from workflows.runtime.unit import UnitOfWork
 
 __all__ = [
     "activate", "apply", "as_step_error", "budget_exceeded", "build_call", "cancel_instance", "check_payload",
-    "Claim", "claim_step", "claim_steps", "COMPENSATE_PREFIX", "compensation_node", "conf", "current_step",
+    "Claim", "claim_step", "claim_steps", "client_key", "COMPENSATE_PREFIX", "compensation_node", "conf",
+    "current_step",
     "engine_config",
     "expire_instance", "finish_groups", "finish_groups_reconnecting", "finish_step", "finish_step_reconnecting",
     "finish_steps", "finish_steps_reconnecting", "fired_edges", "graph_for_version", "keeper", "lock",

@@ -55,6 +55,21 @@ class StepOutputs(Mapping[str, Any]):
     def __init__(self, instance_id: int) -> None:
         self.instance_id = instance_id
         self._cache: dict[str, Any] = {}
+        self._succeeded: frozenset[str] | None = None
+
+    def __contains__(self, node_id: object) -> bool:
+        """`'x' in steps`: answered from the set of succeeded nodes, read once (one query for every
+        membership test of this evaluation), without loading any output."""
+        if node_id in self._cache:
+            return True
+        return node_id in self._names()
+
+    def _names(self) -> frozenset[str]:
+        if self._succeeded is None:
+            from workflows.store import get_store
+
+            self._succeeded = frozenset(get_store().succeeded_nodes(self.instance_id))
+        return self._succeeded
 
     def __getitem__(self, node_id: str) -> Any:
         if node_id not in self._cache:
@@ -67,9 +82,7 @@ class StepOutputs(Mapping[str, Any]):
         return self._cache[node_id]
 
     def __iter__(self) -> Iterator[str]:
-        from workflows.store import get_store
-
-        return get_store().succeeded_nodes(self.instance_id)
+        return iter(sorted(self._names()))
 
     def __len__(self) -> int:
-        return sum(1 for _ in self)
+        return len(self._names())

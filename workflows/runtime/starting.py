@@ -33,6 +33,17 @@ log = logging.getLogger("steadyflow.runtime")
 CALLER_SPAN = "trace_caller_span"  # the state key holding the span id of a caller's traceparent
 
 
+# A client's idempotency keys (the API's `Idempotency-Key`) are stored under a prefix of their own:
+# internal starts key themselves `schedule:…`, `webhook:…` and `subflow:…`, and a client sending one
+# of those first must not claim (and so suppress) the tick, the delivery or the child's start.
+CLIENT_KEY_PREFIX = "client:"
+
+
+def client_key(key: str | None) -> str | None:
+    """The stored form of a key a client sent (None stays None)."""
+    return f"{CLIENT_KEY_PREFIX}{key}" if key else None
+
+
 def start_instance(version: WorkflowVersion, start_input: dict[str, Any] | None = None, *,
                    idempotency_key: str | None = None, user: Any = None,
                    now: datetime | None = None, parent: ParentLink | None = None,

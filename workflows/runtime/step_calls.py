@@ -13,8 +13,10 @@ from workflows import store as stores
 from workflows.credentials import store as credentials
 from workflows.engine import expressions
 from workflows.engine.errors import ExpressionError, PermanentStepError
-from workflows.engine.nodes import StepCall
+from workflows.engine.nodes import StepCall, get_kind
 from workflows.engine.nodes.llm import provider_of
+from workflows.engine.nodes.llm_tools import split_tool_step_id
+from workflows.engine.secrets import SecretScope
 from workflows.runtime import subflows, tool_calls
 from workflows.runtime.config import conf, engine_config
 from workflows.runtime.observe import step_traceparent
@@ -34,6 +36,8 @@ def build_call(claim: Claim, now: datetime | None = None, offload: Executor | No
     # `{{ secrets.NAME }}` become this attempt's placeholders before rendering: the renderer never
     # sees a value, and the config the step records holds none (workflows/credentials/store.py).
     scope, account = credentials.for_node(node, kind.raw_config_keys)
+    if tool_calls.is_tool_step(node.id):
+        scope = _with_llm_secrets(claim, scope)
     try:
         config = {key: (value if key in kind.raw_config_keys
                         else expressions.render(scope.protect(value) if scope is not None else value, names))
@@ -71,6 +75,22 @@ def build_call(claim: Claim, now: datetime | None = None, offload: Executor | No
     )
     claim.call = call
     return call
+
+
+def _with_llm_secrets(claim: Claim, scope: SecretScope | None) -> SecretScope | None:
+    """A tool step's scope also scrubs its llm node's secrets: the model saw them (in its prompt) and
+    a tool's answer, built from the model's request, may carry one back to the row and the model."""
+    llm_node_id, _ = split_tool_step_id(claim.node.id)
+    llm_node = claim.graph.nodes.get(llm_node_id)
+    if llm_node is None:
+        return scope
+    parent, _ = credentials.for_node(llm_node, get_kind(llm_node.type).raw_config_keys)
+    if parent is None:
+        return scope
+    # Scrub-only: the tool never gets to send the llm node's secrets.
+    scope = scope if scope is not None else SecretScope({})
+    scope.also_scrub_scope(parent)
+    return scope
 
 
 def timeout_for(claim: Claim) -> float:

@@ -81,10 +81,12 @@ def call_config(step: StepRun, node: Node, config: dict[str, Any]) -> dict[str, 
 
 def start_round(uow: UnitOfWork, step: StepRun, claim: Claim, result: NodeResult) -> None:
     inst = uow.instance
-    rnd = result.tool_round
-    assert rnd is not None and isinstance(result.output, dict)
+    assert result.tool_round is not None and isinstance(result.output, dict)
     output = result.output
     rounds = output["rounds"]
+    # The round as stored (scrubbed with the output: finishing._checked), so what the calls' steps,
+    # events and ids are made from is what the row keeps.
+    rnd = rounds[-1]
     usage = llm_tools.total_usage(rounds[:-1], result.usage or {}) if result.usage else step.usage
     _count_usage(uow, step.usage, usage)
 

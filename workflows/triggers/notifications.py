@@ -226,9 +226,10 @@ def send_slack(channel: NotificationChannel, delivery: NotificationDelivery) -> 
 
 def send_webhook(channel: NotificationChannel, delivery: NotificationDelivery, now: datetime) -> tuple[int | None, str]:
     body = json.dumps(delivery.payload, sort_keys=True).encode()
+    delivery_id = f"notification-{delivery.pk}"
     headers = {"Content-Type": "application/json",
-               signing.HEADER: signing.header_value([channel.secret], int(now.timestamp()), body),
-               signing.DELIVERY_HEADER: f"notification-{delivery.pk}",
+               signing.HEADER: signing.header_value([channel.secret], int(now.timestamp()), body, delivery_id),
+               signing.DELIVERY_HEADER: delivery_id,
                "Steadyflow-Event": delivery.event}
     try:
         reply = outbound.request("POST", channel.target, content=body, headers=headers,

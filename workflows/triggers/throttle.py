@@ -6,8 +6,8 @@ exists, one for the hook, in fixed windows in Redis (workflows/adapters/ratelimi
 limit the endpoint answers 429 with Retry-After at once: no database lookup, no HMAC. Accepted deliveries
 count nothing, and a sender's own mistakes after a valid signature (bad JSON, a disabled hook) are its
 rejections log's business, not the limit's. The per-hook limit (higher) bounds what many addresses
-together can make the endpoint do; the price is that a flood at one hook delays its real deliveries
-(senders retry on 429) until the window ends.
+together can make the endpoint do; an address that delivered validly to the hook lately is let past it
+(`known_sender`), so a flood at one hook does not lock out its real sender.
 
 The client address is REMOTE_ADDR, as for login throttling (dashboard/security/login_throttle.py): behind a proxy,
 run daphne with --proxy-headers so it is the client's. X-Forwarded-For is never read here.
@@ -40,11 +40,40 @@ def refusal(address: str, hook_id: str, now: float) -> tuple[int, str] | None:
         return by_address.retry_after(now), (
             f"too many rejected webhook requests from your address (at most {by_address.limit} per "
             f"{by_address.window_s} s): retry in {by_address.retry_after(now)} s")
-    if ratelimit.over(by_hook, hook_id, now):
+    if ratelimit.over(by_hook, hook_id, now) and not known_sender(address, hook_id):
         return by_hook.retry_after(now), (
             f"too many rejected requests for this webhook (at most {by_hook.limit} per {by_hook.window_s} s): "
             f"retry in {by_hook.retry_after(now)} s")
     return None
+
+
+# An address that delivered validly to a hook is let past that hook's limit (not its own address's)
+# for this long after its last valid delivery: a flood of unsigned requests from elsewhere must not lock
+# the hook for the sender it exists for. A stranger still gets the 429 at no cost.
+SENDER_MEMORY_S = 7 * 24 * 3600
+
+
+def _sender_key(address: str, hook_id: str) -> str:
+    return f"steadyflow:webhook-sender:{hook_id}:{address}"
+
+
+def remember_sender(address: str, hook_id: str) -> None:
+    """`address` just delivered a correctly signed request to `hook_id`."""
+    if not address:
+        return
+    try:
+        ratelimit.connection().set(_sender_key(address, hook_id), b"1", ex=SENDER_MEMORY_S)
+    except Exception as exc:  # noqa: BLE001 - Redis down: the limits fail open anyway
+        log.warning("webhook sender not remembered: Redis unavailable (%s)", type(exc).__name__)
+
+
+def known_sender(address: str, hook_id: str) -> bool:
+    if not address:
+        return False
+    try:
+        return bool(ratelimit.connection().exists(_sender_key(address, hook_id)))
+    except Exception:  # noqa: BLE001 - Redis down: over() failed open already
+        return False
 
 
 def count(address: str, hook_id: str | None, now: float) -> None:

@@ -51,7 +51,7 @@ def receive(slug: str, hook_id: str, body: bytes, headers: dict[str, str], now: 
     delivery_id = headers.get(signing.DELIVERY_HEADER.lower(), "").strip()
     try:
         signing.verify(headers.get(signing.HEADER.lower()), body, hook.secrets_valid_at(now),
-                       now=now.timestamp(), window_s=conf("WEBHOOK_REPLAY_WINDOW_S"))
+                       now=now.timestamp(), window_s=conf("WEBHOOK_REPLAY_WINDOW_S"), delivery_id=delivery_id)
     except signing.SignatureRejected as exc:
         return reject(hook, exc.status, str(exc), delivery_id, now, signed=False)
     # After the signature: only the sender learns that the hook is disabled.

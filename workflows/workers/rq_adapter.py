@@ -30,7 +30,7 @@ from typing import Any
 import redis
 import rq
 from rq import Queue, worker_registration
-from rq.exceptions import DequeueTimeout
+from rq.exceptions import DequeueTimeout, InvalidJobOperation, NoSuchJobError
 from rq.executions import Execution
 from rq.job import Job
 from rq.logutils import setup_loghandlers
@@ -40,6 +40,10 @@ from rq.worker import BaseWorker, WorkerStatus
 
 from workflows.engine.priorities import fair_order
 from workflows.workers.redis_outage import REDIS_ERRORS, Outage
+
+# What finishing a job raises when its Redis data is gone (flushed, lost in a failover, or cleaned up
+# after its step was taken back): expected, said in one line (JobBook.finalize).
+LOST_JOB_ERRORS = (InvalidJobOperation, NoSuchJobError)
 
 if not rq.VERSION.startswith("3.0."):  # pragma: no cover - guarded by the pin in pyproject.toml
     raise ImportError(f"workflows.workers.rq_adapter is written against rq 3.0.x (found {rq.VERSION}): its private "
@@ -336,6 +340,13 @@ class JobBook:
                 log.warning("job %s: could not record its end in Redis: %s", item.job_id, exc)
             else:
                 log.debug("job %s: could not record its end in Redis: %s", item.job_id, exc)
+            self.worker.executions.pop(item.execution.id, None)
+        except LOST_JOB_ERRORS as exc:
+            # The job's data is gone (Redis lost it, or its step was taken back and the job cleaned
+            # up): expected in a recovery, and the reconciler owns the step. One line, no traceback,
+            # so that the ERRORs left are the ones worth paging for.
+            log.info("job %s: its Redis data is gone, end not recorded (%s: %s)", item.job_id,
+                     type(exc).__name__, exc)
             self.worker.executions.pop(item.execution.id, None)
         except Exception:  # noqa: BLE001 - bookkeeping must never take the consumer down
             log.exception("job %s: could not record its end in Redis", item.job_id)

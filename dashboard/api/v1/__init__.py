@@ -47,7 +47,18 @@ class StrictParser(Parser):
 
 
 class SteadyflowAPI(NinjaAPI):
+    _schemas: dict[str, Any]
+
     def get_openapi_schema(self, *args: Any, **kwargs: Any) -> Any:
+        """The schema, made once per process (it costs a walk of every endpoint and model, and any user
+        may ask for it): the routes do not change while the process runs."""
+        cache = self.__dict__.setdefault("_schemas", {})
+        key = repr((args, sorted(kwargs.items())))
+        if key not in cache:
+            cache[key] = self._make_schema(*args, **kwargs)
+        return cache[key]
+
+    def _make_schema(self, *args: Any, **kwargs: Any) -> Any:
         """Document the problem responses every operation may answer."""
         schema = super().get_openapi_schema(*args, **kwargs)
         schema.setdefault("components", {}).setdefault("schemas", {})["Problem"] = PROBLEM_SCHEMA

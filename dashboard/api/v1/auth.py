@@ -1,8 +1,9 @@
 """Who is calling the v1 API, and may they do this?
 
-Two ways in: an API token (`Authorization: Bearer sf_…`, dashboard/security/tokens.py), rate-limited per token,
-or the dashboard's session cookie, with Django's CSRF check on unsafe methods (django-ninja's
-SessionAuth). A present but bad token is refused outright (401), not retried as a session.
+Two ways in: an API token (`Authorization: Bearer sf_…`, dashboard/security/tokens.py) or the dashboard's
+session cookie, both rate-limited per user (all of a user's tokens and sessions share one budget),
+the session with Django's CSRF check on unsafe methods (django-ninja's SessionAuth). A present but
+bad token is refused outright (401), not retried as a session.
 
 Each endpoint then calls `need(request, scope, *perms)`: the token's scope (for a token) and the user's
 role permissions (always), so a token never does more than its user.
@@ -10,6 +11,7 @@ role permissions (always), so a token never does more than its user.
 
 from __future__ import annotations
 
+import logging
 from typing import Any
 
 from django.http import HttpRequest
@@ -18,6 +20,15 @@ from ninja.security import HttpBearer, SessionAuth
 from dashboard.api.v1.problems import Problem
 from dashboard.models import ApiToken
 from dashboard.security import tokens
+
+log = logging.getLogger("steadyflow.api")
+
+
+def limited(user_id: int) -> None:
+    """Count one call of this user; a 429 problem with Retry-After past the per-user limit."""
+    wait = tokens.retry_after(user_id)
+    if wait is not None:
+        raise Problem(429, tokens.rate_message(wait), headers={"Retry-After": str(wait)})
 
 
 class TokenAuth(HttpBearer):
@@ -33,12 +44,11 @@ def authenticate_token(request: HttpRequest, token: str) -> Any:
     try:
         found = tokens.authenticate(token)
     except tokens.TokenRefused as exc:
+        # Logged (a guessing client shows up), naming the token's public key part, never its secret.
+        log.warning("API token refused: %s (key %s, from %s)", exc, tokens.public_key(token),
+                    request.META.get("REMOTE_ADDR", ""))
         raise Problem(401, f"authentication failed: {exc}") from None
-    wait = tokens.retry_after(found)
-    if wait is not None:
-        limit, window = tokens.rate_limit()
-        raise Problem(429, f"rate limit of {limit} requests per {window} s for this token reached: "
-                           f"retry in {wait} s", headers={"Retry-After": str(wait)})
+    limited(found.user.pk)
     request.user = found.user
     request.api_token = found
     return found.user
@@ -52,6 +62,7 @@ class SessionWithCsrf(SessionAuth):
     def authenticate(self, request: HttpRequest, key: str | None) -> Any:
         user = super().authenticate(request, key)
         if user:
+            limited(user.pk)  # the same budget as the user's tokens
             request.api_token = None
         return user
 

@@ -26,7 +26,10 @@ from dashboard.api.v1.auth import need
 from dashboard.api.v1.problems import Problem
 from dashboard.security import permissions
 from workflows.authoring import node_trial, plans
-from workflows.credentials.store import validate as validate_graph  # the graph checks plus credential names
+from workflows.credentials.store import (
+    validate as validate_graph,  # the graph checks plus credential names  # the graph checks plus credential names
+)
+from workflows.engine.validation import expression_load_issue
 from workflows.models import WorkflowDefinition
 
 router = Router(tags=["workflows"])
@@ -82,6 +85,10 @@ class GraphIn(Schema):
 def validate(request: HttpRequest, body: GraphIn) -> dict[str, Any]:
     """Check a graph without saving it: `errors` name each problem's node, edge or field."""
     need(request, "read", VIEW)
+    too_much = expression_load_issue(body.graph)
+    if too_much is not None:
+        # Refused before any parse: the request asks for more work than any graph may cost.
+        raise Problem(413, too_much.message, [{"field": "body.graph", "message": too_much.message}])
     issues = validate_graph(body.graph)
     return {"valid": not issues, "errors": [issue.as_dict() for issue in issues]}
 

@@ -18,7 +18,7 @@ from pydantic import field_validator
 
 from dashboard.api.core import MAX_IDEMPOTENCY_KEY, events_after, instance_json, start_workflow
 from dashboard.api.instance_api import step_json
-from dashboard.api.v1 import following
+from dashboard.api.v1 import following, stream_slots
 from dashboard.api.v1.auth import has_scope, need
 from dashboard.api.v1.pages import PAGE_MOST, cursor_field, newest_first
 from dashboard.api.v1.problems import Problem
@@ -169,7 +169,8 @@ def events(request: HttpRequest, instance_id: int, after: int = Query(0, ge=0, l
     instance = instance_or_404(instance_id)
     if wait == 0:
         return events_after(instance, after, limit)
-    return following.wait_for_events(instance.pk, after, limit, wait)
+    with stream_slots.held(request.user.pk):  # a long poll holds a thread: capped (429 past the cap)
+        return following.wait_for_events(instance.pk, after, limit, wait)
 
 
 def _done(instance_id: int, **extra: Any) -> dict[str, Any]:

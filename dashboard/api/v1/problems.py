@@ -99,7 +99,9 @@ def install(api: Any) -> None:
             where = "body.input" if index is None else f"body.inputs.{index}"
             errors = [{"field": f"{where}.{name}" if name else where, "message": str(problem)}
                       for name, problem in fields.items()]
-        return response(request, exc.status, exc.message, errors if isinstance(errors, list) else None)
+        wait = exc.extra.get("retry_after")
+        return response(request, exc.status, exc.message, errors if isinstance(errors, list) else None,
+                        {"Retry-After": str(wait)} if wait is not None else None)
 
     def on_http_error(request: HttpRequest, exc: HttpError) -> HttpResponse:
         cause = exc.__cause__

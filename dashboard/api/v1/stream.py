@@ -8,7 +8,9 @@ is final and every event was sent; it also ends after STREAM_MOST_S, to be reope
 An async view (the web server is ASGI, daphne): a waiting stream holds no thread. Each read runs in a
 thread (sync_to_async) as one autocommit query pair; between reads it sleeps with a growing pause
 (dashboard/api/v1/following.py), and sends a comment line every HEARTBEAT_S to keep proxies from closing it.
-Authentication and permissions are the API's: a token with the `read` scope or the session.
+Authentication and permissions are the API's: a token with the `read` scope or the session. Open
+streams are capped per user and per process (dashboard/api/v1/stream_slots.py), and no stream holds a
+database connection between its reads.
 """
 
 from __future__ import annotations
@@ -21,7 +23,7 @@ from typing import Any
 from asgiref.sync import sync_to_async
 from django.http import HttpRequest, HttpResponse, StreamingHttpResponse
 
-from dashboard.api.v1 import following, problems
+from dashboard.api.v1 import following, problems, stream_slots
 from dashboard.api.v1.auth import authenticate_token
 from dashboard.api.v1.problems import Problem
 from dashboard.security import permissions, tokens
@@ -68,13 +70,28 @@ def frame(event: dict[str, Any]) -> str:
     return f"id: {event['seq']}\nevent: {event['type']}\ndata: {json.dumps(event, separators=(',', ':'))}\n\n"
 
 
-async def _frames(instance_id: int, after: int) -> AsyncIterator[str]:
+def _read(instance_id: int, after: int) -> tuple[dict[str, Any], bool]:
+    try:
+        return following.read(instance_id, after, PAGE)
+    finally:
+        following.release_connection()  # not held while the stream waits
+
+
+async def _frames(instance_id: int, after: int, release: stream_slots.Release) -> AsyncIterator[str]:
+    try:
+        async for part in _follow(instance_id, after):
+            yield part
+    finally:
+        release()
+
+
+async def _follow(instance_id: int, after: int) -> AsyncIterator[str]:
     loop = asyncio.get_running_loop()
     started = last_sent = loop.time()
     delays = following.poll_delays()
     yield f"retry: {RETRY_MS}\n\n"
     while True:
-        page, final = await sync_to_async(following.read)(instance_id, after, PAGE)
+        page, final = await sync_to_async(_read)(instance_id, after)
         for event in page["events"]:
             yield frame(event)
             after = event["seq"]
@@ -95,7 +112,22 @@ async def _frames(instance_id: int, after: int) -> AsyncIterator[str]:
 
 
 def _status(instance_id: int) -> str:
-    return str(WorkflowInstance.objects.values_list("status", flat=True).get(pk=instance_id))
+    try:
+        return str(WorkflowInstance.objects.values_list("status", flat=True).get(pk=instance_id))
+    finally:
+        following.release_connection()
+
+
+class _Stream(StreamingHttpResponse):
+    """Gives its slot back when closed (the server closes a response however it ends), even if its
+    body was never started (a client gone at once)."""
+
+    release: stream_slots.Release | None = None
+
+    def close(self) -> None:
+        super().close()
+        if self.release is not None:
+            self.release()
 
 
 async def event_stream(request: HttpRequest, instance_id: int) -> HttpResponse:
@@ -105,9 +137,13 @@ async def event_stream(request: HttpRequest, instance_id: int) -> HttpResponse:
         return refused
     try:
         after = await sync_to_async(_authorize)(request, instance_id)
+        # Each open stream is capped per user and per process (429 past it): dashboard/api/v1/stream_slots.py.
+        stream_slots.SLOTS.take(request.user.pk)
     except Problem as exc:
         return problems.response(request, exc.status, exc.detail, exc.errors, exc.headers)
-    response = StreamingHttpResponse(_frames(instance_id, after), content_type=CONTENT_TYPE)
+    release = stream_slots.Release(request.user.pk)
+    response = _Stream(_frames(instance_id, after, release), content_type=CONTENT_TYPE)
+    response.release = release
     response["Cache-Control"] = "no-cache"
     response["X-Accel-Buffering"] = "no"  # nginx: pass each event on as it comes
     return response

@@ -161,8 +161,10 @@ class LLM(NodeKind):
         updates = {config["save_as"]: reply.text} if config.get("save_as") else {}
         ttl = llm_cache.ttl_of(config)
         if cache_key is not None and call.cache is not None and ttl is not None:
-            # Only a reply that makes the step succeed is stored: errors never are.
-            await _off_loop(call, call.cache.put, cache_key, output, usage, call.now, ttl)
+            # Only a reply that makes the step succeed is stored: errors never are; and stored as a
+            # step output is, without a secret the model echoed (a hit is served to other instances).
+            stored = call.secrets.scrub(output) if call.secrets is not None else output
+            await _off_loop(call, call.cache.put, cache_key, stored, usage, call.now, ttl)
             output = {**output, "cache": {"hit": False, "stored": True}}
         return NodeResult(output=output, usage=usage, context_updates=updates)
 
@@ -179,7 +181,7 @@ class LLM(NodeKind):
                 await asyncio.sleep(delay)
             if _streams(call) and call.on_partial is not None:
                 entry = llm_stream.script_entry(list(config["script"]), call.call_index)
-                return await llm_stream.scripted_stream(reply, entry, call.on_partial)
+                return await llm_stream.scripted_stream(reply, entry, _partial_sink(call))
             return reply
         account = call.provider
         model = str(config.get("model") or "gpt-4o-mini")
@@ -199,7 +201,7 @@ class LLM(NodeKind):
     async def _call_openai(self, call: StepCall, model: str, messages: list[dict[str, Any]]) -> providers.LLMReply:
         config, account = call.config, call.provider
         tools = llm_tools.openai_tools(config)
-        chat = (partial(llm_stream.openai_chat_stream, on_text=call.on_partial)
+        chat = (partial(llm_stream.openai_chat_stream, on_text=_partial_sink(call))
                 if _streams(call) and call.on_partial is not None else providers.openai_chat)
         reply = await chat(
             base_url=account.base_url if account is not None else call.engine.llm_base_url,
@@ -260,6 +262,17 @@ def _streams(call: StepCall) -> bool:
     return bool(call.config.get("stream")) and call.on_partial is not None
 
 
+def _partial_sink(call: StepCall) -> Callable[[str], None]:
+    """Where the text so far goes: the live view, which gets it scrubbed as an output would be, and
+    never with the start of a secret the next chunk would complete."""
+    sink = call.on_partial
+    assert sink is not None
+    scope = call.secrets
+    if scope is None or not scope:
+        return sink
+    return lambda text: sink(scope.scrub_partial(text))
+
+
 def _model(config: dict[str, Any]) -> str:
     return str(config.get("model") or "gpt-4o-mini")
 
@@ -285,6 +298,11 @@ def _tool_round(call: StepCall, reply: providers.LLMReply) -> NodeResult:
     """The model asked for tool calls: a round for the runtime to run (engine/nodes/llm_tools.py)."""
     usage = _usage(reply, str(call.config.get("model") or reply.model), call.engine.llm_prices)
     rnd = llm_tools.plan_round(call.node.id, call.config, call.tool_rounds, reply.tool_calls, reply.text, usage)
+    if call.secrets is not None:
+        # The model's arguments, text and the errors naming them become a tool step's input, an event
+        # and the row: scrubbed of what the prompt carried, as any output is. The arguments were
+        # checked against the tool's schema first; a scrubbed one reaches the tool as "[redacted]".
+        rnd = call.secrets.scrub(rnd)
     rounds = [*call.tool_rounds, rnd]
     output = {"waiting_for_tools": True, "tool_rounds": len(rounds), "rounds": rounds}
     return NodeResult(output=output, usage=usage, tool_round=rnd)
