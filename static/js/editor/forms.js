@@ -91,7 +91,9 @@ export function showFieldError(path, message) {
   const box = panel().querySelector(`[data-error-for="${CSS.escape(path)}"]`);
   if (!box) return false;
   box.textContent = message || "";
-  box.closest(".field").classList.toggle("invalid", Boolean(message));
+  // A section's error line (e.g. the whole config: a timer needs one of its fields) has no field row.
+  const row = box.closest(".field");
+  if (row) row.classList.toggle("invalid", Boolean(message));
   return true;
 }
 
