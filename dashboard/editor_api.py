@@ -210,6 +210,10 @@ def restore(request: HttpRequest, slug: str, number: int) -> JsonResponse:
     message = body.get("message") or f"Restored from v{old.number}"
     if not isinstance(message, str) or len(message) > MAX_MESSAGE:
         raise BadRequest(f"the version message must be a string of at most {MAX_MESSAGE} characters")
+    latest = definition.latest_version()
+    if latest is not None and latest.number != old.number and latest.graph == old.graph:
+        # The newest version already holds this graph (a second click on Restore): no duplicate.
+        return JsonResponse({"version": version_summary(latest), "restored_from": old.number, "unchanged": True})
     try:
         version = save_version(slug, old.graph, message=message, user=request.user)
     except GraphInvalid as exc:

@@ -299,6 +299,17 @@ def test_restore_saves_an_old_version_as_the_newest(flow: WorkflowVersion) -> No
     assert WorkflowVersion.objects.get(definition__slug="flow", number=4).message == "back to 2"
 
 
+def test_restoring_the_graph_the_latest_version_already_holds_makes_no_duplicate(flow: WorkflowVersion) -> None:
+    client, _ = client_for("designers", username="dana")
+    save_version("flow", graph(dict(NOOP, timeout_s=9)), message="second")
+    assert post(client, "/api/workflows/flow/versions/1/restore").status_code == 201
+    again = post(client, "/api/workflows/flow/versions/1/restore")
+    assert again.status_code == 200
+    assert again.json() == {**again.json(), "unchanged": True, "restored_from": 1}
+    assert again.json()["version"]["number"] == 3
+    assert WorkflowVersion.objects.filter(definition__slug="flow").count() == 3
+
+
 def test_restore_errors(designer: Client, viewer: Client, flow: WorkflowVersion) -> None:
     assert post(viewer, "/api/workflows/flow/versions/1/restore").status_code == 403
     assert post(Client(), "/api/workflows/flow/versions/1/restore").status_code == 401

@@ -52,7 +52,7 @@ export function showBanner() {
       el("a", { href: CFG.urls.editor, id: "open-latest" }, "Open the latest"));
     if (CFG.canSave) {
       banner.append(" or ", el("button", { type: "button", id: "banner-restore", class: "inline-button",
-        onclick: () => restoreVersion(state.version) }, `Restore v${state.version} as a new version`));
+        onclick: (e) => restoreVersion(state.version, e.currentTarget) }, `Restore v${state.version} as a new version`));
     }
   } else if (!CFG.canSave) {
     banner.append("Read-only: changing workflows needs the designers group.");
