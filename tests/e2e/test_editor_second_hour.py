@@ -62,3 +62,53 @@ def test_restoring_a_version_loads_it_says_so_and_a_second_click_makes_no_duplic
     page.wait_for_selector("#toast:has-text('already holds')")
     assert WorkflowVersion.objects.filter(definition__slug="pausing").count() == 3
     assert page.js_errors == []
+
+
+def test_the_workflow_panel_declares_the_input_and_shows_an_imported_one(page: Any, make_user: Any,
+                                                                        login: Any) -> None:
+    import json
+
+    from workflows.definitions import save_version
+    from workflows.models import WorkflowDefinition
+
+    save_version("triage", PLAIN, name="Triage", message="first")
+    login(page, make_user("dana", "designers"))
+    open_editor(page, "/workflows/triage/edit/")
+    assert page.locator("#input-none").is_visible()  # nothing declared yet, and the panel says so
+
+    page.fill("#input-new-name", "ticket")
+    page.select_option("#input-new-type", "string")
+    page.click("#input-add")
+    page.fill("#input-new-name", "priority")
+    page.select_option("#input-new-type", "integer")
+    page.uncheck("#input-new-required")
+    page.press("#input-new-name", "Enter")
+    rows = page.locator("#input-fields li").all_inner_texts()
+    assert "ticket" in rows[0] and "required" in rows[0] and "priority" in rows[1] and "required" not in rows[1]
+    page.fill("#input-new-name", "ticket")
+    page.click("#input-add")
+    assert "already" in page.text_content("#input-new-error")
+
+    page.click("#btn-save")
+    page.fill("#save-message", "declare the input")
+    page.click("#save-confirm")
+    page.wait_for_selector("#toast:has-text('Saved v2')")
+    saved = WorkflowDefinition.objects.get(slug="triage").latest_version().graph["input"]
+    assert saved == {"type": "object", "properties": {"ticket": {"type": "string"}, "priority": {"type": "integer"}},
+                     "required": ["ticket"]}
+    page.click("#btn-run")
+    page.wait_for_selector("#run-fields [data-field=ticket]")
+    page.click("#run-cancel")
+
+    # An imported file's input shows in the panel too.
+    document = dict(PLAIN, input={"type": "object", "required": ["order"],
+                                  "properties": {"order": {"type": "string", "description": "the order number"}}})
+    page.click("#btn-import")
+    page.fill("#import-text", json.dumps(document))
+    page.click("#import-confirm")
+    page.wait_for_selector("#input-fields li[data-field=order]")
+    assert "the order number" in page.text_content("#input-fields")
+    assert graph(page)["input"] == document["input"]
+    page.locator("li[data-field=order] button").click()
+    assert page.locator("#input-none").is_visible() and "input" not in graph(page)
+    assert page.js_errors == []

@@ -11,6 +11,7 @@ import { addEdge, deleteSelection, isReal, realEdges, realNodes, renameNode, sel
   setEdgeWhen, setNodeField, commit } from "./canvas.js";
 import { field, schemaErrors, schemaFields, section, showFieldError } from "./forms.js";
 import { attachFunctionPicker } from "./functions.js";
+import { inputSection } from "./input-panel.js";
 import { testSection } from "./node-test.js";
 import { updateToolbar } from "./toolbar.js";
 import { revalidateSoon } from "./validation.js";
@@ -210,6 +211,7 @@ function graphPanel() {
         apply: (v) => { state.name = v || ""; updateToolbar(); } }),
       field({ path: "meta.description", label: "Description", kind: "textarea", rows: 3, value: state.description,
         apply: (v) => { state.description = v || ""; } })),
+    inputSection(renderPanel),
     section("Limits",
       field({ path: "settings.max_transitions", label: "Max transitions (loop breaker)", kind: "integer", min: 1,
         value: s.max_transitions, apply: applySetting("max_transitions"), placeholder: "default: one pass over every node" }),
@@ -246,6 +248,9 @@ export function refreshPanelIssues() {
     serverIssues = state.issues.filter((i) => i.ids.includes(edgeDiv.dataset.edge));
   } else if (box.querySelector(".graph-panel")) {
     Object.assign(errors, schemaErrors("settings", CFG.shapes.settings, state.settings, "settings"));
+    if (state.extras.input !== undefined) {
+      Object.assign(errors, schemaErrors("input", CFG.shapes.input, state.extras.input, "input"));
+    }
     if (!state.name.trim()) errors["meta.name"] = "required";
     serverIssues = state.issues.filter((i) => !i.ids.length);
   }
@@ -259,7 +264,9 @@ export function refreshPanelIssues() {
   Object.entries(errors).forEach(([path, message]) => {
     if (state.parseErrors.has(path)) return;
     // No field of that name (e.g. an unknown key): show it on its section.
-    if (!showFieldError(path, message) && path.startsWith("config")) showFieldError("config", `${path}: ${message}`);
+    if (showFieldError(path, message)) return;
+    if (path.startsWith("config")) showFieldError("config", `${path}: ${message}`);
+    else if (path.startsWith("input")) showFieldError("input", `${path}: ${message}`);
   });
   const slot = box.querySelector("#panel-issues-slot");
   if (slot) {
