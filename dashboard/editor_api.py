@@ -16,6 +16,7 @@ from django.http import HttpRequest, JsonResponse
 
 from dashboard import permissions
 from dashboard.api import BadRequest, BodyRejected, api_view, error, json_body
+from dashboard.diff_details import input_diff, node_changes
 from workflows.definitions import save_version
 from workflows.engine import expressions
 from workflows.engine.errors import ExpressionError, GraphInvalid
@@ -250,7 +251,7 @@ def graph_diff(old: dict[str, Any], new: dict[str, Any]) -> dict[str, Any]:
         a, b = old_nodes[node_id], new_nodes[node_id]
         fields = sorted(k for k in (a.keys() | b.keys()) - NODE_IGNORED if a.get(k) != b.get(k))
         if fields:
-            changed.append({"id": node_id, "fields": fields})
+            changed.append({"id": node_id, "fields": fields, "changes": node_changes(a, b, NODE_IGNORED)})
         elif a.get("position") != b.get("position"):
             moved.append(node_id)
 
@@ -295,6 +296,7 @@ def graph_diff(old: dict[str, Any], new: dict[str, Any]) -> dict[str, Any]:
         "edges": {"added": edges_added, "removed": edges_removed, "changed": edges_changed},
         "settings": settings,
         "input_changed": old.get("input") != new.get("input"),
+        "input": input_diff(old.get("input"), new.get("input")),
         "identical": old == new,
     }
 

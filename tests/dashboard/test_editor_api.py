@@ -261,8 +261,10 @@ def test_save_conflicts_when_someone_saved_meanwhile(designer: Client, flow: Wor
     assert data["latest"]["created_by"] == "olga" and data["latest"]["message"] == "olga's"
     assert data["latest"]["graph"] == graph(dict(NOOP, timeout_s=5))
     work = NOOP["id"]
-    assert data["their_changes"]["nodes"]["changed"] == [{"id": work, "fields": ["timeout_s"]}]
-    assert data["your_changes"]["nodes"]["changed"] == [{"id": work, "fields": ["timeout_s"]}]
+    assert data["their_changes"]["nodes"]["changed"] == [{"id": work, "fields": ["timeout_s"],
+                                                          "changes": [{"path": "timeout_s", "after": 5}]}]
+    assert data["your_changes"]["nodes"]["changed"] == [{"id": work, "fields": ["timeout_s"],
+                                                         "changes": [{"path": "timeout_s", "before": 5}]}]
     assert data["your_changes"]["identical"] is False
     forced = post(designer, SAVE_URL, dict(body, force=True))
     assert forced.status_code == 201 and forced.json()["version"]["number"] == 3
@@ -346,7 +348,9 @@ def test_diff_lists_nodes_and_edges_added_removed_changed_and_moved(viewer: Clie
     data = response.json()
     assert data["from"] == 1 and data["to"] == 2 and data["identical"] is False
     assert data["nodes"] == {"added": ["fresh"], "removed": ["gone"],
-                             "changed": [{"id": "work", "fields": ["config"]}], "moved": ["end"]}
+                             "changed": [{"id": "work", "fields": ["config"], "changes": [
+                                 {"path": "config.function", "before": "noop", "after": "examples.canned_reply"}]}],
+                             "moved": ["end"]}
     assert data["edges"]["added"] == [{"source": "fresh", "target": "end", "when": "true"},
                                       {"source": "work", "target": "fresh", "when": None}]
     assert data["edges"]["removed"] == [{"source": "gone", "target": "end", "when": None},
@@ -502,6 +506,8 @@ def test_the_version_apis_expose_the_declared_input(viewer: Client, flow: Workfl
     assert viewer.get("/api/workflows/flow/versions/1").json()["input_schema"] is None
     diff = viewer.get("/api/workflows/flow/diff?from=1&to=2").json()
     assert diff["input_changed"] is True and diff["identical"] is False
+    assert diff["input"]["declared"] == [False, True]
+    assert diff["input"]["added"] == [{"name": "q", "type": "string", "required": False}]
     # The editor page carries it too (the Run dialog's form), with the picker's and the side panel's needs.
     config = editor_config(viewer, "/workflows/flow/edit/")
     assert config["inputSchema"] == schema and config["urls"]["functions"] == "/api/functions"

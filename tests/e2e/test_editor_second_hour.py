@@ -112,3 +112,54 @@ def test_the_workflow_panel_declares_the_input_and_shows_an_imported_one(page: A
     page.locator("li[data-field=order] button").click()
     assert page.locator("#input-none").is_visible() and "input" not in graph(page)
     assert page.js_errors == []
+
+
+def test_accepting_a_plan_keeps_the_declared_input_and_diffs_show_input_and_config_fields(
+        page: Any, make_user: Any, login: Any) -> None:
+    from tests.e2e.test_planner import propose
+    from workflows.definitions import save_version
+    from workflows.models import WorkflowDefinition
+
+    declared = {"type": "object", "required": ["ticket"], "properties": {"ticket": {"type": "string"}}}
+    designer = make_user("dana", "designers")
+    save_version("tidy", {**PLAIN, "input": declared}, message="plain", user=designer)
+    login(page, designer)
+    open_editor(page, "/workflows/tidy/edit/")
+    plan = {"nodes": [{"id": "start", "type": "start"}, {"id": "tidy", "type": "wait", "config": {"seconds": 1}},
+                      {"id": "end", "type": "end"}],
+            "edges": [{"source": "start", "target": "tidy"}, {"source": "tidy", "target": "end"}]}
+    propose(page, plan)
+    page.wait_for_selector("#plan-preview:not([hidden])")
+    assert "declared start input is kept" in page.text_content("#plan-summary")
+    assert not any("input" in r for r in page.locator("#plan-diff li").all_text_contents())
+    page.click("#plan-accept")
+    assert graph(page)["input"] == declared
+    page.wait_for_selector("#input-fields li[data-field=ticket]")
+
+    # Change the timer's seconds and the input, save, and compare the versions.
+    page.fill("#input-new-name", "tier")
+    page.click("#input-add")
+    page.click("#btn-save")
+    page.fill("#save-message", "planned")
+    page.click("#save-confirm")
+    page.wait_for_selector("#toast:has-text('Saved v2')")
+    assert WorkflowDefinition.objects.get(slug="tidy").latest_version().graph["input"]["required"] == ["ticket", "tier"]
+    changed = dict(PAUSING, input=declared)
+    changed["nodes"] = [dict(n, config={"seconds": 9}) if n["id"] == "pause" else n for n in PAUSING["nodes"]]
+    save_version("tidy", PAUSING, message="pause 5", user=designer)
+    save_version("tidy", changed, message="pause 9", user=designer)
+    page.click("#btn-versions")
+    page.select_option("#diff-from", "2")
+    page.select_option("#diff-to", "3")
+    page.click("#diff-run")
+    page.wait_for_selector("#diff-result .diff-list")
+    rows = page.locator("#diff-result li").all_text_contents()
+    assert any("removed input" in r for r in rows), rows
+    page.select_option("#diff-from", "3")
+    page.select_option("#diff-to", "4")
+    page.click("#diff-run")
+    page.wait_for_selector("#diff-result:has-text('v3 → v4')")
+    rows = page.locator("#diff-result li").all_text_contents()
+    assert any("pause: config.seconds: 5 ⇒ 9" in r for r in rows), rows
+    assert any("added input field" in r and "ticket (string, required)" in r for r in rows), rows
+    assert page.js_errors == []

@@ -83,7 +83,8 @@ function preview(data) {
     el("li", { class: "diff-" + kind }, el("span", { class: "diff-kind" }, `${kind} ${what}`), " ", text)));
   $("#plan-summary").textContent = `Proposed: ${data.graph.nodes.length} nodes, ${data.graph.edges.length} edges`
     + ` (${usage.model || "model"}: ${(usage.prompt_tokens || 0) + (usage.completion_tokens || 0)} tokens,`
-    + ` $${Number(usage.cost_usd || 0).toFixed(4)}). Green: added, amber: changed.`;
+    + ` $${Number(usage.cost_usd || 0).toFixed(4)}). Green: added, amber: changed.`
+    + ((data.kept || []).includes("input") ? " The workflow's declared start input is kept." : "");
   $("#plan-preview").hidden = false;
   document.body.classList.add("plan-previewing");
   // Nothing on the canvas is edited while previewing: an edit would commit the proposal half-accepted.
