@@ -20,6 +20,7 @@ from workflows.engine.functions import describe_functions
 from workflows.engine.inputs import InputInvalid
 from workflows.engine.nodes import known_kinds
 from workflows.engine.priorities import PriorityInvalid, parse_priority
+from workflows.engine.runnable import runnable_issues
 from workflows.models import WorkflowDefinition, WorkflowInstance
 
 View = Callable[..., JsonResponse]
@@ -137,8 +138,12 @@ def validate(request: HttpRequest) -> JsonResponse:
     except BodyRejected as exc:
         return error(exc.status, str(exc))
     graph = body.get("graph", body) if isinstance(body, dict) else body
-    issues = validate_graph(graph)
-    return JsonResponse({"valid": not issues, "errors": [issue.as_dict() for issue in issues]})
+    issues = [issue.as_dict() for issue in validate_graph(graph)]
+    # What this deployment cannot run (an llm node with nothing to call): not valid, but a save does
+    # not refuse it (`kind: deployment`), since a provider may be configured before the first run.
+    issues += [{**issue.as_dict(), "kind": "deployment"}
+               for issue in runnable_issues(graph, runtime.engine_config().llm_default_provider)]
+    return JsonResponse({"valid": not issues, "errors": issues})
 
 
 BULK_START_MOST = 1000

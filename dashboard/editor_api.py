@@ -18,8 +18,9 @@ from dashboard import permissions
 from dashboard.api import BadRequest, BodyRejected, api_view, error, json_body
 from dashboard.diff_details import input_diff, node_changes
 from workflows.definitions import save_version
-from workflows.engine import expressions
+from workflows.engine import expressions, route_checks
 from workflows.engine.errors import ExpressionError, GraphInvalid
+from workflows.engine.graph import Node
 from workflows.models import WorkflowDefinition, WorkflowVersion
 
 SAVE_PERM = permissions.SAVE_VERSION
@@ -315,16 +316,38 @@ def check_expression(request: HttpRequest) -> JsonResponse:
     """Check an edge condition against the expression language as it is typed (parse, allow-list, and
     its constant parts evaluated within the evaluation limits; never evaluated against data). A
     refused condition is a 200 with valid: false and the reason; only a malformed request is a 4xx."""
-    expression = _body(request).get("expression")
+    body = _body(request)
+    expression = body.get("expression")
     if expression is None or (isinstance(expression, str) and not expression.strip()):
         return JsonResponse({"valid": True, "empty": True, "message": "no condition: the edge always fires"})
     if not isinstance(expression, str):
         raise BadRequest("'expression' must be a string")
+    source = source_node(body.get("source"))
     try:
         expressions.parse(expression)
     except ExpressionError as exc:
         return JsonResponse({"valid": False, "message": f"condition {exc}"})
+    routes = route_checks.declared_routes(source) if source is not None else None
+    if source is not None and routes is not None:
+        # The same check as Validate's: a route the source node never answers makes a dead edge.
+        unknown = [r for r in route_checks.route_literals(expression) if r not in routes]
+        if unknown:
+            tested = ", ".join(map(repr, unknown))
+            message = f"condition tests route {tested}, but node '{source.id}' routes only to {', '.join(routes)}"
+            return JsonResponse({"valid": False, "message": message})
     return JsonResponse({"valid": True, "message": "condition parses"})
+
+
+def source_node(raw: Any) -> Node | None:
+    """The edge's source node as the editor sends it ({id, type, config?, fallback?}), for the route check."""
+    if raw is None:
+        return None
+    if not isinstance(raw, dict) or not isinstance(raw.get("type"), str):
+        raise BadRequest("'source' must be the edge's source node: an object with 'id' and 'type'")
+    config, fallback = raw.get("config"), raw.get("fallback")
+    return Node(id=str(raw.get("id", "source"))[:64], type=raw["type"],
+                config=config if isinstance(config, dict) else {},
+                fallback=fallback if isinstance(fallback, dict) else None)
 
 
 @api_view(("POST",), perm=(permissions.VIEW_GRAPHS, SAVE_PERM))

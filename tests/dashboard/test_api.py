@@ -156,6 +156,26 @@ def test_validate_reports_each_error_shape(reader):
     assert issue == {"message": "the graph must be a JSON object with 'nodes' and 'edges'"}
 
 
+@pytest.mark.parametrize(("configured", "flagged"), [({"LLM_DEFAULT_PROVIDER": "scripted"}, True),
+                                                   ({"LLM_DEFAULT_PROVIDER": "openai"}, False)])
+def test_validate_names_an_llm_node_this_deployment_cannot_run(reader, settings, configured, flagged):
+    runtime.engine_config.cache_clear()
+    settings.STEADYFLOW = {**settings.STEADYFLOW, **configured}
+    bare = chain({"id": "classify", "type": "llm", "config": {"prompt": "Classify {{ input }}"}})
+    scripted = chain({"id": "classify", "type": "llm", "config": {"prompt": "p", "script": [{"text": "hi"}]}})
+    try:
+        body = post_json(reader, "/api/validate", bare).json()
+        assert post_json(reader, "/api/validate", scripted).json() == {"valid": True, "errors": []}
+    finally:
+        runtime.engine_config.cache_clear()
+    if not flagged:
+        assert body == {"valid": True, "errors": []}
+        return
+    (issue,) = body["errors"]
+    assert body["valid"] is False and issue["node"] == "classify" and issue["kind"] == "deployment"
+    assert "cannot run here" in issue["message"] and "needs a script" in issue["message"]
+
+
 def test_validate_refuses_a_graph_past_the_node_limit_naming_the_bound(reader):
     big = chain(*({"id": f"n{i}", "type": "python", "config": {"function": "noop"}} for i in range(999)))
     assert len(big["nodes"]) == 1001

@@ -403,6 +403,23 @@ def test_check_expression(viewer: Client, expression: Any, valid: bool, message:
     assert response.json()["valid"] is valid and message in response.json()["message"]
 
 
+def test_check_expression_with_its_source_node_checks_the_routes(viewer: Client) -> None:
+    router = {"id": "pick", "type": "router", "config": {"rules": [{"when": "true", "route": "answer"}],
+                                                        "default": "lookup"}}
+    typo = post(viewer, "/api/expressions/check", {"expression": "route == 'answr'", "source": router}).json()
+    assert typo["valid"] is False
+    assert typo["message"] == "condition tests route 'answr', but node 'pick' routes only to answer, lookup"
+    fine = post(viewer, "/api/expressions/check", {"expression": "route in ['answer', 'lookup']", "source": router})
+    assert fine.json() == {"valid": True, "message": "condition parses"}
+    llm = {"id": "ask", "type": "llm", "config": {"routes": ["yes", "no"]},
+           "fallback": {"mode": "rule", "route": "maybe"}}
+    assert post(viewer, "/api/expressions/check", {"expression": "route == 'maybe'", "source": llm}).json()["valid"]
+    # A source declaring no routes leaves literals to run time.
+    python = {"id": "f", "type": "python", "config": {"function": "noop"}}
+    assert post(viewer, "/api/expressions/check", {"expression": "route == 'x'", "source": python}).json()["valid"]
+    assert post(viewer, "/api/expressions/check", {"expression": "x", "source": "pick"}).status_code == 400
+
+
 def test_check_expression_errors(viewer: Client) -> None:
     assert post(viewer, "/api/expressions/check", {"expression": 5}).status_code == 400
     assert post(viewer, "/api/expressions/check", raw=b"nope").status_code == 400

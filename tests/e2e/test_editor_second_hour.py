@@ -163,3 +163,38 @@ def test_accepting_a_plan_keeps_the_declared_input_and_diffs_show_input_and_conf
     assert any("pause: config.seconds: 5 ⇒ 9" in r for r in rows), rows
     assert any("added input field" in r and "ticket (string, required)" in r for r in rows), rows
     assert page.js_errors == []
+
+
+def test_validate_names_an_llm_node_that_cannot_run_and_the_edge_check_a_route_no_router_gives(
+        page: Any, make_user: Any, login: Any) -> None:
+    from tests.e2e.test_editor import click_node, edge_midpoint
+    from workflows.definitions import save_version
+
+    triage = {"nodes": [START,
+                        {"id": "classify", "type": "llm", "config": {"prompt": "Classify {{ input }}"},
+                         "position": {"x": 150, "y": 0}},
+                        {"id": "pick", "type": "router", "position": {"x": 300, "y": 0},
+                         "config": {"rules": [{"when": "true", "route": "answer"}], "default": "lookup"}},
+                        dict(END, position={"x": 500, "y": 0})],
+              "edges": [{"source": "start", "target": "classify"}, {"source": "classify", "target": "pick"},
+                        {"source": "pick", "target": "end", "when": "route == 'answer'"}]}
+    save_version("triage", triage, name="Triage", message="first")
+    login(page, make_user("dana", "designers"))
+    open_editor(page, "/workflows/triage/edit/")
+
+    page.click("#btn-validate")
+    page.wait_for_selector("#problems:not([hidden]) #problems-list li")
+    problems = page.locator("#problems-list li").all_text_contents()
+    assert any("'classify' cannot run here" in p and "needs a script" in p for p in problems), problems
+    click_node(page, "classify")
+    assert "cannot run here" in page.text_content("#panel-issues")
+
+    page.mouse.click(*edge_midpoint(page, "pick", "end"))
+    page.wait_for_selector("#f-when")
+    page.wait_for_selector("#when-status.good")
+    page.fill("#f-when", "route == 'answr'")
+    page.wait_for_selector("#when-status.bad")
+    assert "routes only to answer, lookup" in page.text_content("#when-status")
+    page.fill("#f-when", "route == 'lookup'")
+    page.wait_for_selector("#when-status.good")
+    assert page.js_errors == []

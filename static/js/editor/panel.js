@@ -140,7 +140,14 @@ const checkExpression = debounce(async (edgeId, text) => {
   let data = null;
   let failure = null;
   try {
-    data = await request("POST", CFG.urls.checkExpression, { expression: text });
+    // With the source node, the server also checks the route literals against the routes it declares.
+    const source = view.cy.getElementById(edgeId).source();
+    const body = { expression: text };
+    if (source && !source.empty()) {
+      const node = source.data("node") || {};
+      body.source = { id: source.id(), type: source.data("type"), config: node.config || {}, fallback: node.fallback };
+    }
+    data = await request("POST", CFG.urls.checkExpression, body);
   } catch (err) {
     failure = err.message;
   }

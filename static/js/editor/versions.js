@@ -25,7 +25,7 @@ export async function openSave() {
     toast("The workflow needs a name.", "error");
     return;
   }
-  const valid = await validate({ quiet: true });
+  const valid = await validate({ quiet: true, forSave: true });
   if (!valid) {
     toast("The graph has problems: fix them before saving (see the list).", "error");
     return;
