@@ -256,6 +256,9 @@ MATRIX: dict[str, list[Action]] = {
     "review-next": [Action("GET", lambda w: f"/review/next/?after={w.ids['task_item']}",
                            row(302, 403, 302, 302, 302, 302, 302))],
     "api-reviews": [api("GET", lambda w: "/api/reviews?reason=human_task", VIEW_API)],
+    # The inbox's bulk decision: deciders only (each item's own checks then apply, as on its page).
+    "api-reviews-decide": [api("POST", lambda w: "/api/reviews/decide", row(401, 403, 403, 403, 200, 200, 200),
+                               {"items": [0], "action": "reject"})],
     "login": [Action("GET", lambda w: "/accounts/login/", PUBLIC)],
     "logout": [Action("POST", lambda w: "/accounts/logout/", row(302, 302, 302, 302, 302, 302, 302))],
     "api-not-found": [api("GET", lambda w: "/api/nothing/here", row(404, 404, 404, 404, 404, 404, 404))],
