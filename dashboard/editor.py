@@ -95,6 +95,7 @@ def workflow_list(request: HttpRequest) -> HttpResponse:
         "can_edit": request.user.has_perm(SAVE_PERM),
         "can_duplicate": request.user.has_perm(ADD_PERM) and request.user.has_perm(SAVE_PERM),
         "can_archive": request.user.has_perm(CHANGE_PERM),
+        "can_run": request.user.has_perm(RUN_PERM),
     })
 
 

@@ -37,10 +37,10 @@ def home(request: HttpRequest) -> HttpResponse:
 
 
 def first_run(request: HttpRequest) -> dict[str, Any] | None:
-    """What a newcomer's dashboard (no instance yet) offers: the examples that are loaded, each to run
-    with its declared defaults or open in the editor, and what to do when none is loaded."""
-    if WorkflowInstance.objects.exists():
-        return None
+    """The examples that are loaded, each to run with its declared defaults or open in the editor. A
+    newcomer's dashboard (no instance yet) leads with them and says what to do when none is loaded;
+    later they stay as a smaller "Examples" card (running one again is one click), None when none is loaded."""
+    newcomer = not WorkflowInstance.objects.exists()
     from workflows.examples import example_files, load_example
 
     slugs = [load_example(path).get("slug") for path in example_files()]
@@ -61,8 +61,11 @@ def first_run(request: HttpRequest) -> dict[str, Any] | None:
             "defaults": json.dumps(defaults, ensure_ascii=False), "human": waits_for_human,
             "start_url": reverse("api-start", args=[slug]), "editor_url": reverse("workflow-editor", args=[slug]),
         })
+    if not newcomer and not examples:
+        return None
     return {
         "examples": examples,
+        "newcomer": newcomer,
         "can_start": request.user.has_perm(permissions.START),
         "can_create": request.user.has_perm(permissions.CREATE_WORKFLOW),
     }

@@ -198,3 +198,28 @@ def test_validate_names_an_llm_node_that_cannot_run_and_the_edge_check_a_route_n
     page.fill("#f-when", "route == 'lookup'")
     page.wait_for_selector("#when-status.good")
     assert page.js_errors == []
+
+
+def test_the_workflow_list_runs_a_workflow_in_two_clicks(page: Any, make_user: Any, login: Any) -> None:
+    from workflows.definitions import save_version
+    from workflows.models import WorkflowInstance
+
+    declared = {"type": "object", "properties": {"ticket": {"type": "string", "default": "T-1"}}}
+    save_version("triage", {**PLAIN, "input": declared}, name="Triage", message="first")
+    save_version("draft", PLAIN, name="Draft", message="first")
+    login(page, make_user("olga", "operators"))
+    page.goto("/workflows/")
+    assert page.locator("tr[data-slug=triage] .run-link").is_visible()
+    page.click("tr[data-slug=triage] .run-link")
+    page.wait_for_selector("#run-dialog[open] #run-fields [data-field=ticket]")
+    assert page.input_value("#run-fields [data-field=ticket]") == "T-1"
+    assert "run=1" not in page.url
+    page.click("#run-confirm")
+    page.wait_for_url("**/instances/*/")
+    assert WorkflowInstance.objects.get().input == {"ticket": "T-1"}
+    # A viewer gets no Run button.
+    page.context.clear_cookies()
+    login(page, make_user("vera", "viewers"))
+    page.goto("/workflows/")
+    assert page.locator(".run-link").count() == 0
+    assert page.js_errors == []

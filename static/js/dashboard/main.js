@@ -69,9 +69,13 @@ function render(stats) {
   ])), "No failures.", 4);
 
   $("updated").textContent = new Date(stats.at).toLocaleTimeString([], { hour12: false });
-  // The newcomer's card (templates/dashboard/home.html) goes once something has run.
+  // The newcomer's card (templates/dashboard/home.html) becomes the plain Examples card once something
+  // has run: the examples stay one click from running again.
   const firstRun = $("first-run");
-  if (firstRun && Object.values(stats.counts).some((n) => n > 0)) firstRun.hidden = true;
+  if (firstRun && Object.values(stats.counts).some((n) => n > 0)) {
+    firstRun.querySelectorAll(".newcomer-only").forEach((e) => { e.hidden = true; });
+    $("first-run-title").textContent = "Examples";
+  }
 }
 
 function renderChart(minutes) {
