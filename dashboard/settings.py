@@ -284,6 +284,9 @@ STEADYFLOW = {
     "SCHEDULE_GRACE_S": env_float("STEADYFLOW_SCHEDULE_GRACE_S", 60.0, minimum=1.0),
     # Links in notifications: the address users reach the dashboard at.
     "BASE_URL": env_str("STEADYFLOW_BASE_URL", "http://127.0.0.1:8000"),
+    # The public address pages show in URLs meant for other systems (a webhook's URL); empty: the
+    # address of the request (dashboard/public_url.py).
+    "PUBLIC_URL": env_url("STEADYFLOW_PUBLIC_URL", None, ("http", "https")) or "",
     "NOTIFY_MAX_ATTEMPTS": env_int("STEADYFLOW_NOTIFY_MAX_ATTEMPTS", 8, minimum=1),
     "NOTIFY_BACKOFF_S": env_float("STEADYFLOW_NOTIFY_BACKOFF_S", 30.0, minimum=0.0),
     "NOTIFY_TIMEOUT_S": env_float("STEADYFLOW_NOTIFY_TIMEOUT_S", 10.0, minimum=0.1),

@@ -18,6 +18,7 @@ from django.views.decorators.csrf import csrf_exempt
 from dashboard import permissions
 from dashboard.login_throttle import client_address
 from dashboard.permissions import authorize
+from dashboard.public_url import public_base
 from workflows.engine import strict_json
 from workflows.engine.priorities import NORMAL, PRIORITIES, parse_priority
 from workflows.models import WorkflowDefinition
@@ -98,7 +99,8 @@ def workflow_triggers(request: HttpRequest, slug: str) -> HttpResponse:
         "can_change": request.user.has_perm(permissions.CHANGE_WORKFLOW),
         "catch_up_choices": CatchUp.values, "priorities": PRIORITIES, "signature_header": signing.HEADER,
         "delivery_header": signing.DELIVERY_HEADER,
-        "base_url": settings.STEADYFLOW["BASE_URL"].rstrip("/"),
+        # The webhook URLs to paste elsewhere: the public address, not BASE_URL's notification default.
+        "base_url": public_base(request),
     })
 
 
