@@ -223,3 +223,50 @@ def test_the_workflow_list_runs_a_workflow_in_two_clicks(page: Any, make_user: A
     page.goto("/workflows/")
     assert page.locator(".run-link").count() == 0
     assert page.js_errors == []
+
+
+def test_the_keyboard_selects_nodes_connects_them_and_opens_the_step_inspector(page: Any, make_user: Any,
+                                                                              login: Any) -> None:
+    from workflows import runtime
+    from workflows.definitions import save_version
+
+    version = save_version("pausing", PAUSING, name="Pausing", message="first")
+    login(page, make_user("dana", "designers"))
+    open_editor(page, "/workflows/pausing/edit/")
+    page.locator("#cy").focus()
+    page.keyboard.press("n")
+    page.wait_for_selector(".node-panel[data-node='start']")
+    page.keyboard.press("n")
+    page.wait_for_selector(".node-panel[data-node='pause']")
+    page.keyboard.press("Shift+N")
+    page.wait_for_selector(".node-panel[data-node='start']")
+    page.keyboard.press("Shift+N")
+    page.wait_for_selector(".node-panel[data-node='end']")
+    assert "Selected node end" in page.text_content("#cy-status")
+    # Enter moves into the panel; the panel's Connect row draws an edge without a mouse.
+    page.locator("#cy").focus()
+    page.keyboard.press("Enter")
+    assert page.evaluate("() => document.activeElement.closest('#panel') !== null")
+    page.select_option("#connect-target", "pause")
+    page.locator("#connect-add").focus()
+    page.keyboard.press("Enter")
+    assert ("end", "pause") in [(e["source"], e["target"]) for e in graph(page)["edges"]]
+    # The Workflow panel lists every node as a button.
+    page.keyboard.press("Escape")
+    page.locator("#node-buttons button[data-node=pause]").focus()
+    page.keyboard.press("Enter")
+    page.wait_for_selector(".node-panel[data-node='pause']")
+    assert page.evaluate("() => document.activeElement.id") == "f-id"
+
+    # The instance page's graph: focus it, walk the nodes with the arrows, the inspector follows.
+    instance = runtime.start_instance(version, {})
+    page.goto(f"/instances/{instance.pk}/")
+    page.wait_for_selector("#cy[role=application]")
+    page.locator("#cy").focus()
+    page.keyboard.press("ArrowRight")
+    page.wait_for_selector("#insp-title:has-text('start')")
+    page.keyboard.press("ArrowRight")
+    page.wait_for_selector("#insp-title:has-text('pause')")
+    page.keyboard.press("Escape")
+    page.wait_for_selector("#insp-title:text-is('Step inspector')")
+    assert [e for e in page.js_errors if "WebSocket" not in e] == []

@@ -213,6 +213,15 @@ function graphPanel() {
     el("div", { class: "panel-head" }, el("h2", {}, "Workflow"),
       el("div", { class: "muted" }, `${nodes} nodes, ${edges} edges · click a node or an edge to edit it`)),
     el("div", { id: "panel-issues-slot" }),
+    // Every node as a button: the keyboard's way to a node without the canvas (N on the canvas too).
+    section("Nodes", el("div", { class: "node-buttons", id: "node-buttons" }, realNodes().map((n) =>
+      el("button", { type: "button", class: "link-button", "data-node": n.id(),
+        onclick: () => {
+          view.cy.$(":selected").unselect();
+          n.select();
+          // After the panel redraws for the node (select -> renderPanel, a timer too): keep the focus on it.
+          setTimeout(() => { const idField = document.getElementById("f-id"); if (idField) idField.focus(); }, 0);
+        } }, n.id())))),
     section("Definition",
       field({ path: "meta.name", label: "Name", kind: "text", required: true, value: state.name,
         apply: (v) => { state.name = v || ""; updateToolbar(); } }),
