@@ -88,6 +88,10 @@ def test_node_types_lists_every_kind_with_its_schema(reader):
     assert kinds["llm"]["default_queue"] == "ai"
     assert kinds["python"]["schema"]["required"] == ["function"]
     assert kinds["start"]["structural"] is True
+    # What the editor's panel offers per kind: retries where a worker runs the step, the circuit
+    # fallback on llm nodes only.
+    assert [k for k in ("llm", "http", "python", "wait", "human") if kinds[k]["retries"]] == ["llm", "http", "python"]
+    assert [k for k, kind in kinds.items() if kind["circuit_fallback"]] == ["llm"]
 
 
 @pytest.mark.parametrize(("configured", "default"), [({}, "scripted"), ({"LLM_DEFAULT_PROVIDER": "openai"}, "openai")])

@@ -24,6 +24,26 @@ def test_adding_a_timer_or_a_router_from_the_palette_shows_its_panel(page: Any, 
         page.click(f".palette-item[data-type={node_type}]")
         page.wait_for_selector(f".node-panel[data-node='{node_type}_1']")
     assert {f"{t}_1" for t in ("wait", "router")} <= set(graph(page)["nodes_by_id"])
+
+    # Each panel offers only what applies: no retries on a timer, the circuit fallback on llm nodes only.
+    def panel_of(node_id: str) -> None:
+        page.locator("#cy").focus()
+        page.keyboard.press("Escape")  # nothing selected: the Workflow panel lists the nodes
+        page.click(f"#node-buttons button[data-node={node_id}]")
+        page.wait_for_selector(f".node-panel[data-node='{node_id}']")
+
+    def shown(selector: str) -> bool:
+        return page.locator(selector).count() > 0
+
+    panel_of("wait_1")
+    assert not shown("#f-retry-max_attempts") and not shown("#f-fallback-mode") and shown("#f-compensate")
+    panel_of("http_1")
+    assert not shown("#f-fallback-mode") and shown("#f-retry-max_attempts") and shown("#f-config-save_as")
+    panel_of("llm_1")
+    assert shown("#f-fallback-mode") and shown("#f-retry-max_attempts")
+    script_help = page.locator(".field[data-path='config.script'] .help").inner_text()
+    assert "one object per call" in script_help and "text, route" in script_help
+    assert "e.g. [{" in page.get_attribute("#f-config-script", "placeholder")
     assert page.js_errors == []
 
 

@@ -73,13 +73,8 @@ function nodePanel(node) {
       : el("p", { class: "muted" }, "This node type has no settings."));
   const sections = [section("Node", ...nodeFields), configSection];
   if (!type.structural) {
-    sections.push(section("Execution",
-      field({ path: "queue", label: "Queue", kind: "select", options: CFG.queues, value: data.queue,
-        placeholder: `— (the type's default: ${type.default_queue || "default"})`, apply: apply("queue") }),
-      field({ path: "priority", label: "Priority", kind: "select", options: ["high", "normal", "low"],
-        value: data.priority, placeholder: "— (the instance's)", apply: apply("priority") }),
-      field({ path: "timeout_s", label: "Timeout (s)", kind: "number", value: data.timeout_s, apply: apply("timeout_s"),
-        placeholder: "server default" }),
+    // Only the settings that apply to this kind (the node types say: retries, the circuit fallback).
+    const retries = type.retries !== false || data.retry ? [
       field({ path: "retry.max_attempts", label: "Retry: max attempts", kind: "integer", min: 1, max: 100,
         value: getPath(data, "retry.max_attempts"), apply: apply("retry.max_attempts") }),
       field({ path: "retry.backoff_s", label: "Retry: backoff (s)", kind: "number", min: 0,
@@ -87,15 +82,26 @@ function nodePanel(node) {
       field({ path: "retry.max_backoff_s", label: "Retry: max backoff (s)", kind: "number", min: 0,
         value: getPath(data, "retry.max_backoff_s"), apply: apply("retry.max_backoff_s") }),
       field({ path: "retry.jitter", label: "Retry: jitter", kind: "bool", value: getPath(data, "retry.jitter"),
-        apply: apply("retry.jitter") })));
-    sections.push(section("Fallback",
-      field({ path: "fallback.mode", label: "When the provider's circuit is open", kind: "select",
-        options: ["rule", "review"], value: getPath(data, "fallback.mode"), apply: apply("fallback.mode"),
-        placeholder: "— (halt into review)" }),
-      field({ path: "fallback.route", label: "Rule: route", kind: "text", value: getPath(data, "fallback.route"),
-        apply: apply("fallback.route") }),
-      field({ path: "fallback.output", label: "Rule: output (JSON)", kind: "json", value: getPath(data, "fallback.output"),
-        apply: apply("fallback.output") }),
+        apply: apply("retry.jitter") })] : [];
+    sections.push(section("Execution",
+      field({ path: "queue", label: "Queue", kind: "select", options: CFG.queues, value: data.queue,
+        placeholder: `— (the type's default: ${type.default_queue || "default"})`, apply: apply("queue") }),
+      field({ path: "priority", label: "Priority", kind: "select", options: ["high", "normal", "low"],
+        value: data.priority, placeholder: "— (the instance's)", apply: apply("priority") }),
+      field({ path: "timeout_s", label: "Timeout (s)", kind: "number", value: data.timeout_s, apply: apply("timeout_s"),
+        placeholder: "server default" }),
+      ...retries));
+    if (type.circuit_fallback || data.fallback) {
+      sections.push(section("Fallback",
+        field({ path: "fallback.mode", label: "When the provider's circuit is open", kind: "select",
+          options: ["rule", "review"], value: getPath(data, "fallback.mode"), apply: apply("fallback.mode"),
+          placeholder: "— (halt into review)" }),
+        field({ path: "fallback.route", label: "Rule: route", kind: "text", value: getPath(data, "fallback.route"),
+          apply: apply("fallback.route") }),
+        field({ path: "fallback.output", label: "Rule: output (JSON)", kind: "json", value: getPath(data, "fallback.output"),
+          apply: apply("fallback.output") })));
+    }
+    sections.push(section("Compensation",
       field({ path: "compensate", label: "Compensate (JSON)", kind: "json", value: data.compensate,
         apply: apply("compensate"), help: "run if the instance fails after this step succeeded" })));
   }

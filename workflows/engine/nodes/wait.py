@@ -15,6 +15,7 @@ class Wait(NodeKind):
 
     name = "wait"
     label = "Timer"
+    retries = False  # a timer waits; nothing runs that could fail and be retried
     icon = "◷"
     color = "#ca8a04"
     config_schema: ClassVar[dict[str, Any]] = {
