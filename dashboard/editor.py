@@ -27,6 +27,7 @@ from workflows import plans
 from workflows.engine.inputs import INPUT_SHAPE
 from workflows.engine.validation import _EDGE_SHAPE, _NODE_SHAPE, _SETTINGS_SHAPE, QUEUES
 from workflows.models import WorkflowDefinition, WorkflowInstance, WorkflowVersion
+from workflows.runtime.config import engine_config
 
 ADD_PERM = permissions.CREATE_WORKFLOW
 CHANGE_PERM = permissions.CHANGE_WORKFLOW
@@ -209,6 +210,8 @@ def editor(request: HttpRequest, slug: str) -> HttpResponse:
         # The Run dialog's form: the latest version's declared start input (None: any JSON object).
         "inputSchema": input_schema(latest.graph) if latest else None,
         "queues": list(QUEUES),
+        # Plan with AI without a configured provider offers the scripted planner (a pasted reply).
+        "llmConfigured": engine_config().llm_default_provider != "scripted",
     }
     return render(request, "editor/editor.html", {"definition": definition, "config": config,
                                                   "viewing": viewing, "latest": latest})

@@ -290,3 +290,22 @@ def test_the_keyboard_selects_nodes_connects_them_and_opens_the_step_inspector(p
     page.keyboard.press("Escape")
     page.wait_for_selector("#insp-title:text-is('Step inspector')")
     assert [e for e in page.js_errors if "WebSocket" not in e] == []
+
+
+def test_plan_with_ai_without_a_provider_offers_the_scripted_planner(page: Any, make_user: Any, login: Any) -> None:
+    from workflows.definitions import save_version
+
+    save_version("tidy", PLAIN, name="Tidy", message="plain")
+    login(page, make_user("dana", "designers"))
+    open_editor(page, "/workflows/tidy/edit/")
+    page.click("#btn-plan")
+    page.wait_for_selector("#plan-dialog[open] #plan-no-provider:not([hidden])")
+    assert "No LLM provider is configured" in page.text_content("#plan-no-provider")
+    page.fill("#plan-objective", "Draft a reply to {{ input.ticket }}")
+    page.click("#plan-sample")
+    page.click("#plan-confirm")
+    page.wait_for_selector("#plan-preview:not([hidden])")
+    assert any("added node" in r and "draft" in r for r in page.locator("#plan-diff li").all_text_contents())
+    page.click("#plan-accept")
+    assert graph(page)["nodes_by_id"]["draft"]["config"]["prompt"] == "Draft a reply to {{ input.ticket }}"
+    assert page.js_errors == []

@@ -17,8 +17,22 @@ const $ = (sel) => document.querySelector(sel);
 const MARKS = "diff-added diff-changed diff-moved";
 let before = null; // the graph on the canvas while a proposal is previewed
 
+/** A scripted reply that validates: start -> an llm node drafting what the objective asks -> end. */
+export function sampleReply(objective) {
+  return { nodes: [{ id: "start", type: "start" },
+    { id: "draft", type: "llm", config: { provider: "scripted", prompt: objective || "Draft a reply to {{ input }}",
+      script: [{ text: "A scripted draft: replace this reply, or configure a provider." }] } },
+    { id: "end", type: "end" }],
+  edges: [{ source: "start", target: "draft" }, { source: "draft", target: "end" }] };
+}
+
 export function openPlan() {
   if (state.readOnly || before !== null) return;
+  // Without a configured provider, say so and open the provider options: the scripted planner works offline.
+  if (!CFG.llmConfigured) {
+    $("#plan-no-provider").hidden = false;
+    $("#plan-provider").open = true;
+  }
   $("#plan-error").hidden = true;
   replaceChildren($("#plan-problems")).hidden = true;
   $("#plan-dialog").showModal();
@@ -128,6 +142,9 @@ export function bindPlanner() {
   on("#btn-plan", openPlan);
   $("#plan-form").addEventListener("submit", (e) => { e.preventDefault(); doPlan(); });
   on("#plan-cancel", () => $("#plan-dialog").close());
+  on("#plan-sample", () => {
+    $("#plan-script").value = JSON.stringify(sampleReply($("#plan-objective").value.trim()), null, 2);
+  });
   on("#plan-accept", acceptPlan);
   on("#plan-discard", discardPlan);
 }
