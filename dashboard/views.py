@@ -18,7 +18,7 @@ from dashboard import permissions
 from dashboard.permissions import authorize
 from workflows import plans
 from workflows.engine.statuses import InstanceStatus
-from workflows.models import WorkflowDefinition, WorkflowInstance, WorkflowVersion
+from workflows.models import ReviewItem, WorkflowDefinition, WorkflowInstance, WorkflowVersion
 
 OPERATE_PERMISSION = permissions.OPERATE
 
@@ -208,7 +208,10 @@ def _instance_list_context(request: HttpRequest) -> dict[str, Any]:
     if filters["status"]:
         instances = instances.filter(status=filters["status"])
     if filters["reason"]:
-        instances = instances.filter(halt_reason=filters["reason"])
+        # Halted for that reason now, or ever: a decided review item clears the instance's halt_reason,
+        # and the instance must not drop out of the filter the moment an operator answers it.
+        reviewed = ReviewItem.objects.filter(reason=filters["reason"]).values("instance_id")
+        instances = instances.filter(Q(halt_reason=filters["reason"]) | Q(pk__in=reviewed))
     start = _parse_day(filters["from"], "from", errors)
     end = _parse_day(filters["to"], "to", errors)
     if start:

@@ -107,8 +107,10 @@ function renderChart(minutes) {
       animation: false, responsive: true, maintainAspectRatio: false, interaction: { mode: "index", intersect: false },
       scales: {
         x: { stacked: true, ticks: { maxTicksLimit: 12 } },
-        y: { stacked: true, beginAtZero: true, title: { display: true, text: "steps / min" } },
-        ms: { position: "right", beginAtZero: true, grid: { drawOnChartArea: false }, title: { display: true, text: "ms" } },
+        // Headroom above the tallest bar and line (grace): nothing is drawn against the top edge.
+        y: { stacked: true, beginAtZero: true, grace: "10%", title: { display: true, text: "steps / min" } },
+        ms: { position: "right", beginAtZero: true, grace: "10%", grid: { drawOnChartArea: false },
+          title: { display: true, text: "ms" } },
       },
     },
   });

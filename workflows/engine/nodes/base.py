@@ -161,6 +161,9 @@ class NodeKind:
     # runs and may run again), and the fallback used when an LLM provider's circuit is open.
     retries: ClassVar[bool] = True
     circuit_fallback: ClassVar[bool] = False
+    # Whether a step's started -> finished is work done (the dashboard's run-time percentiles): a timer
+    # waits for its time, and a person or a child instance is waited for (awaits_person, starts_children).
+    measured: ClassVar[bool] = True
     # Keys of config left as written (not template-rendered) before the handler sees them.
     raw_config_keys: ClassVar[frozenset[str]] = frozenset()
     label: ClassVar[str] = ""
