@@ -17,7 +17,7 @@ from django.utils import timezone
 
 from dashboard import permissions
 from dashboard.api import BodyRejected, api_view, error, instance_json, json_body
-from workflows import operations
+from workflows import operations, plans
 from workflows.engine import breaker as breaker_logic
 from workflows.engine.nodes import known_kinds
 from workflows.engine.priorities import queue_names
@@ -233,7 +233,10 @@ def dashboard_stats(request: HttpRequest) -> JsonResponse:
 
 def compute_stats(now: datetime | None = None) -> dict[str, Any]:
     now = now or timezone.now()
-    counts = dict(WorkflowInstance.objects.order_by().values_list("status").annotate(n=Count("id")))
+    # The planner's generated plan instances are its step's work, not runs of their own: one planned run
+    # counts once (the plan's instance is linked from its parent's step).
+    counts = dict(WorkflowInstance.objects.exclude(plans.generated("version__definition__")).order_by()
+                  .values_list("status").annotate(n=Count("id")))
     return {
         "at": now.isoformat(),
         "counts": {status.value: counts.get(status.value, 0) for status in InstanceStatus},

@@ -229,7 +229,8 @@ def _instance_list_context(request: HttpRequest) -> dict[str, Any]:
             # A whole traceparent, or just its 32-hex trace id (substrings of the stored value), or
             # text in the start input or the context.
             instances = instances.filter(Q(trace_id__contains=query.lower()) | json_text_matches(query))
-    paginator = Paginator(instances.select_related("version__definition").order_by("-id"), INSTANCE_PAGE_SIZE)
+    paginator = Paginator(instances.select_related("version__definition", "parent_step").order_by("-id"),
+                          INSTANCE_PAGE_SIZE)
     page = paginator.get_page(get.get("page"))
     kept = {k: v for k, v in filters.items() if v}
     return {
@@ -278,6 +279,8 @@ def instance_rows_json(request: HttpRequest) -> JsonResponse:
             "id": i.pk, "url": reverse("instance", args=[i.pk]), "workflow": i.version.definition.slug,
             "version": i.version.number, "status": i.status, "reason": i.halt_reason,
             "created_at": stamp(i.created_at), "finished_at": stamp(i.finished_at), "trace_id": i.trace_id,
+            # A child instance (sub-workflow, planner) names the instance that started it.
+            "parent": i.parent_step.instance_id if i.parent_step is not None else None,
         } for i in page.object_list],
     })
 
