@@ -308,6 +308,9 @@ STEADYFLOW = {
     "BASE_URL": env_str("STEADYFLOW_BASE_URL", "http://127.0.0.1:8000"),
     # How long the approve / reject / open links in notices stay valid (workflows/triggers/action_links.py).
     "ACTION_LINK_TTL_S": env_int("STEADYFLOW_ACTION_LINK_TTL_S", 7 * 24 * 3600, minimum=60),
+    # The public address pages show in URLs meant for other systems (a webhook's URL); empty: the
+    # address of the request (dashboard/pages/public_url.py).
+    "PUBLIC_URL": env_url("STEADYFLOW_PUBLIC_URL", None, ("http", "https")) or "",
     "NOTIFY_MAX_ATTEMPTS": env_int("STEADYFLOW_NOTIFY_MAX_ATTEMPTS", 8, minimum=1),
     "NOTIFY_BACKOFF_S": env_float("STEADYFLOW_NOTIFY_BACKOFF_S", 30.0, minimum=0.0),
     "NOTIFY_TIMEOUT_S": env_float("STEADYFLOW_NOTIFY_TIMEOUT_S", 10.0, minimum=0.1),

@@ -8,7 +8,18 @@ from django.views.defaults import page_not_found
 from django.views.generic import RedirectView
 
 from dashboard.api import core as api
-from dashboard.api import demo, demo_mcp, editor_api, evaluations, instance_api, mcp_tools, planner_api, review_api, v1
+from dashboard.api import (
+    demo,
+    demo_mcp,
+    editor_api,
+    evaluations,
+    instance_api,
+    mcp_tools,
+    planner_api,
+    review_api,
+    review_bulk,
+    v1,
+)
 from dashboard.api.metrics_view import metrics_view
 from dashboard.pages import (
     credential_views,
@@ -83,6 +94,7 @@ urlpatterns = [
     path("review/next/", review_views.review_next, name="review-next"),
     path("review/act/<str:token>/", review_links.review_action, name="review-action"),
     path("api/reviews", review_api.reviews, name="api-reviews"),
+    path("api/reviews/decide", review_bulk.decide_many, name="api-reviews-decide"),
     path("accounts/login/", auth_views.LoginView.as_view(authentication_form=ThrottledAuthenticationForm),
          name="login"),
     path("accounts/logout/", auth_views.LogoutView.as_view(), name="logout"),

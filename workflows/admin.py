@@ -5,6 +5,7 @@ run. Custom views check the same way (decide_view). tests/security/test_permissi
 from typing import Any
 
 from django.contrib import admin, messages
+from django.contrib.admin import helpers
 from django.core.exceptions import PermissionDenied
 from django.http import HttpRequest, HttpResponse, HttpResponseRedirect
 from django.shortcuts import get_object_or_404
@@ -201,8 +202,21 @@ class ReviewItemAdmin(admin.ModelAdmin):
         _bulk(request, queryset.filter(status="open"), "approve")
 
     @admin.action(description="Reject (fail and compensate)", permissions=["decide"])
-    def reject_selected(self, request: HttpRequest, queryset: Any) -> None:
-        _bulk(request, queryset.filter(status="open"), "reject")
+    def reject_selected(self, request: HttpRequest, queryset: Any) -> HttpResponse | None:
+        open_items = queryset.filter(status="open")
+        if request.POST.get("post") != "yes":
+            # Rejecting fails each instance and runs its compensations: it cannot be undone, so the
+            # operator sees what it will fail first (as Django's own delete action does).
+            items = list(open_items.select_related("instance__version__definition"))
+            if not items:
+                messages.warning(request, "none of the selected items is open: nothing to reject")
+                return None
+            context = {**self.admin_site.each_context(request), "title": f"Reject {len(items)} review item(s)?",
+                       "items": items, "opts": self.model._meta,
+                       "action_checkbox_name": helpers.ACTION_CHECKBOX_NAME}
+            return TemplateResponse(request, "admin/workflows/reviewitem/reject_confirm.html", context)
+        _bulk(request, open_items, "reject")
+        return None
 
     @admin.action(description="Resume instances halted by a breaker that has closed", permissions=["decide"])
     def resume_circuit_halts(self, request: HttpRequest, queryset: Any) -> None:

@@ -61,14 +61,14 @@ class EncryptedTextField(models.TextField):
         value = self.value_from_object(obj)
         if not value:
             return str(value or "")
-        from workflows.credentials.store import encrypt
+        from workflows.credentials.crypto import encrypt
 
         return EXPORTED_PREFIX + encrypt(value)
 
     def to_python(self, value: Any) -> Any:
         """A value `loaddata` reads: an exported (encrypted, marked) one is decrypted."""
         if isinstance(value, str) and value.startswith(EXPORTED_PREFIX):
-            from workflows.credentials.store import decrypt
+            from workflows.credentials.crypto import decrypt
 
             return decrypt(value[len(EXPORTED_PREFIX):])
         return super().to_python(value)

@@ -22,6 +22,7 @@ from workflows.engine.functions import describe_functions
 from workflows.engine.inputs import InputInvalid
 from workflows.engine.nodes import known_kinds
 from workflows.engine.priorities import PriorityInvalid, parse_priority
+from workflows.engine.runnable import runnable_issues
 from workflows.engine.validation import expression_load_issue
 from workflows.models import WorkflowDefinition, WorkflowInstance
 from workflows.operators.api_shapes import run_summary
@@ -75,8 +76,12 @@ def validate(request: HttpRequest) -> JsonResponse:
     if too_much is not None:
         # Refused before any parse: the request asks for more work than any graph may cost.
         return error(413, too_much.message, errors=[too_much.as_dict()])
-    issues = validate_graph(graph)
-    return JsonResponse({"valid": not issues, "errors": [issue.as_dict() for issue in issues]})
+    issues = [issue.as_dict() for issue in validate_graph(graph)]
+    # What this deployment cannot run (an llm node with nothing to call): not valid, but a save does
+    # not refuse it (`kind: deployment`), since a provider may be configured before the first run.
+    issues += [{**issue.as_dict(), "kind": "deployment"}
+               for issue in runnable_issues(graph, runtime.engine_config().llm_default_provider)]
+    return JsonResponse({"valid": not issues, "errors": issues})
 
 
 BULK_START_MOST = 1000

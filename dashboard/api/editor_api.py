@@ -14,11 +14,13 @@ from typing import Any
 from django.db.models import Count
 from django.http import HttpRequest, JsonResponse
 
+from dashboard.api.diff_details import input_diff, node_changes
 from dashboard.api.http import BadRequest, BodyRejected, api_view, error, json_body
 from dashboard.security import permissions
 from workflows.authoring.definitions import save_version
-from workflows.engine import expressions
+from workflows.engine import expressions, route_checks
 from workflows.engine.errors import ExpressionError, GraphInvalid
+from workflows.engine.graph import Node
 from workflows.models import WorkflowDefinition, WorkflowVersion
 
 SAVE_PERM = permissions.SAVE_VERSION
@@ -210,6 +212,10 @@ def restore(request: HttpRequest, slug: str, number: int) -> JsonResponse:
     message = body.get("message") or f"Restored from v{old.number}"
     if not isinstance(message, str) or len(message) > MAX_MESSAGE:
         raise BadRequest(f"the version message must be a string of at most {MAX_MESSAGE} characters")
+    latest = definition.latest_version()
+    if latest is not None and latest.number != old.number and latest.graph == old.graph:
+        # The newest version already holds this graph (a second click on Restore): no duplicate.
+        return JsonResponse({"version": version_summary(latest), "restored_from": old.number, "unchanged": True})
     try:
         version = save_version(slug, old.graph, message=message, user=request.user)
     except GraphInvalid as exc:
@@ -246,7 +252,7 @@ def graph_diff(old: dict[str, Any], new: dict[str, Any]) -> dict[str, Any]:
         a, b = old_nodes[node_id], new_nodes[node_id]
         fields = sorted(k for k in (a.keys() | b.keys()) - NODE_IGNORED if a.get(k) != b.get(k))
         if fields:
-            changed.append({"id": node_id, "fields": fields})
+            changed.append({"id": node_id, "fields": fields, "changes": node_changes(a, b, NODE_IGNORED)})
         elif a.get("position") != b.get("position"):
             moved.append(node_id)
 
@@ -291,6 +297,7 @@ def graph_diff(old: dict[str, Any], new: dict[str, Any]) -> dict[str, Any]:
         "edges": {"added": edges_added, "removed": edges_removed, "changed": edges_changed},
         "settings": settings,
         "input_changed": old.get("input") != new.get("input"),
+        "input": input_diff(old.get("input"), new.get("input")),
         "identical": old == new,
     }
 
@@ -309,16 +316,38 @@ def check_expression(request: HttpRequest) -> JsonResponse:
     """Check an edge condition against the expression language as it is typed (parse, allow-list, and
     its constant parts evaluated within the evaluation limits; never evaluated against data). A
     refused condition is a 200 with valid: false and the reason; only a malformed request is a 4xx."""
-    expression = _body(request).get("expression")
+    body = _body(request)
+    expression = body.get("expression")
     if expression is None or (isinstance(expression, str) and not expression.strip()):
         return JsonResponse({"valid": True, "empty": True, "message": "no condition: the edge always fires"})
     if not isinstance(expression, str):
         raise BadRequest("'expression' must be a string")
+    source = source_node(body.get("source"))
     try:
         expressions.parse(expression)
     except ExpressionError as exc:
         return JsonResponse({"valid": False, "message": f"condition {exc}"})
+    routes = route_checks.declared_routes(source) if source is not None else None
+    if source is not None and routes is not None:
+        # The same check as Validate's: a route the source node never answers makes a dead edge.
+        unknown = [r for r in route_checks.route_literals(expression) if r not in routes]
+        if unknown:
+            tested = ", ".join(map(repr, unknown))
+            message = f"condition tests route {tested}, but node '{source.id}' routes only to {', '.join(routes)}"
+            return JsonResponse({"valid": False, "message": message})
     return JsonResponse({"valid": True, "message": "condition parses"})
+
+
+def source_node(raw: Any) -> Node | None:
+    """The edge's source node as the editor sends it ({id, type, config?, fallback?}), for the route check."""
+    if raw is None:
+        return None
+    if not isinstance(raw, dict) or not isinstance(raw.get("type"), str):
+        raise BadRequest("'source' must be the edge's source node: an object with 'id' and 'type'")
+    config, fallback = raw.get("config"), raw.get("fallback")
+    return Node(id=str(raw.get("id", "source"))[:64], type=raw["type"],
+                config=config if isinstance(config, dict) else {},
+                fallback=fallback if isinstance(fallback, dict) else None)
 
 
 @api_view(("POST",), perm=(permissions.VIEW_GRAPHS, SAVE_PERM))

@@ -18,6 +18,7 @@ from dashboard.api.core import instance_json
 from dashboard.api.http import BodyRejected, api_view, error, json_body
 from dashboard.security import permissions
 from workflows import clock
+from workflows.authoring import plans
 from workflows.engine import breaker as breaker_logic
 from workflows.engine.nodes import known_kinds
 from workflows.engine.priorities import queue_names
@@ -234,7 +235,10 @@ def dashboard_stats(request: HttpRequest) -> JsonResponse:
 
 def compute_stats(now: datetime | None = None) -> dict[str, Any]:
     now = now or clock.now()
-    counts = dict(WorkflowInstance.objects.order_by().values_list("status").annotate(n=Count("id")))
+    # The planner's generated plan instances are its step's work, not runs of their own: one planned run
+    # counts once (the plan's instance is linked from its parent's step).
+    counts = dict(WorkflowInstance.objects.exclude(plans.generated("version__definition__")).order_by()
+                  .values_list("status").annotate(n=Count("id")))
     return {
         "at": now.isoformat(),
         "counts": {status.value: counts.get(status.value, 0) for status in InstanceStatus},
@@ -266,12 +270,16 @@ def _percentile(values: list[float], q: float) -> float | None:
 
 def step_series(now: datetime, minutes: int = 60) -> dict[str, Any]:
     """Steps finished per minute over the last hour, with p50/p95 run time (started -> finished),
-    per minute and over the hour. Structural nodes (start, end) take no time and are left out.
+    per minute and over the hour. Structural nodes (start, end) take no time and waiting nodes (timer,
+    human task, sub-workflow, planner) do no work: both are left out.
 
     On PostgreSQL one query with exact percentiles; date_part (a double) rather than EXTRACT (a
     numeric since PostgreSQL 14) keeps it ~10x cheaper: ~70 ms for 200,000 steps in the hour."""
     since = (now - timedelta(minutes=minutes)).replace(second=0, microsecond=0) + timedelta(minutes=1)
-    structural = [name for name, kind in known_kinds().items() if kind.structural]
+    # Left out: steps that take no time (start, end) and steps whose started -> finished is waiting, not
+    # work (a timer, a human task, a child instance): a person's four minutes are no step's run time.
+    structural = [name for name, kind in known_kinds().items()
+                  if kind.structural or kind.awaits_person or kind.starts_children or not kind.measured]
     done = [StepStatus.SUCCEEDED, StepStatus.FAILED, StepStatus.COMPENSATED]
     rows: list[tuple[int | None, int, int, float | None, float | None]]
     if connection.vendor == "postgresql":

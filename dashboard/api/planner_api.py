@@ -55,11 +55,20 @@ def plan_json(slug: str, body: dict[str, Any]) -> dict[str, Any]:
     if plan.issues:
         raise BadRequest(f"the proposal was refused: {plan_issues_text(plan.issues)}",
                          errors=[issue.as_dict() for issue in plan.issues], graph=plan.graph, usage=plan.usage)
-    answer: dict[str, Any] = {"graph": plan.graph, "issues": [], "usage": plan.usage}
+    graph = plan.graph
     current = body.get("current")
+    kept = []
+    if isinstance(current, dict) and isinstance(current.get("input"), dict) and "input" not in graph:
+        # The planner proposes nodes and edges; the workflow's declared start input (what its callers
+        # send) stays unless the proposal declares its own.
+        graph = {**graph, "input": current["input"]}
+        kept.append("input")
+    answer: dict[str, Any] = {"graph": graph, "issues": [], "usage": plan.usage}
+    if kept:
+        answer["kept"] = kept
     if isinstance(current, dict):
         # The editor previews the proposal as a diff against its canvas (the versions dialog's shape).
-        answer["diff"] = graph_diff(current, plan.graph)
+        answer["diff"] = graph_diff(current, graph)
     return answer
 
 

@@ -27,6 +27,7 @@ from workflows.authoring import plans
 from workflows.engine.inputs import INPUT_SHAPE
 from workflows.engine.validation import EDGE_SHAPE, NODE_SHAPE, QUEUES, SETTINGS_SHAPE
 from workflows.models import WorkflowDefinition, WorkflowInstance, WorkflowVersion
+from workflows.runtime import engine_config
 
 ADD_PERM = permissions.CREATE_WORKFLOW
 CHANGE_PERM = permissions.CHANGE_WORKFLOW
@@ -95,6 +96,7 @@ def workflow_list(request: HttpRequest) -> HttpResponse:
         "can_edit": request.user.has_perm(SAVE_PERM),
         "can_duplicate": request.user.has_perm(ADD_PERM) and request.user.has_perm(SAVE_PERM),
         "can_archive": request.user.has_perm(CHANGE_PERM),
+        "can_run": request.user.has_perm(RUN_PERM),
     })
 
 
@@ -208,6 +210,8 @@ def editor(request: HttpRequest, slug: str) -> HttpResponse:
         # The Run dialog's form: the latest version's declared start input (None: any JSON object).
         "inputSchema": input_schema(latest.graph) if latest else None,
         "queues": list(QUEUES),
+        # Plan with AI without a configured provider offers the scripted planner (a pasted reply).
+        "llmConfigured": engine_config().llm_default_provider != "scripted",
     }
     return render(request, "editor/editor.html", {"definition": definition, "config": config,
                                                   "viewing": viewing, "latest": latest})

@@ -17,7 +17,7 @@ from django.http import HttpRequest, HttpResponse
 from django.shortcuts import get_object_or_404, redirect, render
 from django.urls import reverse
 
-from dashboard.pages import review_facts
+from dashboard.pages import review_evidence, review_facts
 from dashboard.security import permissions
 from dashboard.security.permissions import authorize
 from workflows.models import ReviewItem, ReviewReason, ReviewStatus
@@ -143,5 +143,5 @@ def review_detail(request: HttpRequest, item_id: int) -> HttpResponse:
         "events": instance.events.order_by("-seq")[:50], "steps": review_facts.recent_steps(instance),
         "graph": instance.version.graph, "node_states": review_facts.graph_states(item, instance),
         "node_types": node_types_for_pages(), "audit": review_facts.audit_rows(item), "config": config,
-        "next_url": next_url,
+        "next_url": next_url, "evidence": review_evidence.evidence(item, instance),
     })

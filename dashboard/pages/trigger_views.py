@@ -15,6 +15,7 @@ from django.shortcuts import get_object_or_404, redirect, render
 from django.utils import timezone
 from django.views.decorators.csrf import csrf_exempt
 
+from dashboard.pages.public_url import public_base
 from dashboard.security import permissions
 from dashboard.security.login_throttle import client_address
 from dashboard.security.permissions import authorize
@@ -107,7 +108,8 @@ def _page(request: HttpRequest, definition: WorkflowDefinition, new_secret: dict
         "can_change": request.user.has_perm(permissions.CHANGE_WORKFLOW),
         "catch_up_choices": CatchUp.values, "priorities": PRIORITIES, "signature_header": signing.HEADER,
         "delivery_header": signing.DELIVERY_HEADER,
-        "base_url": settings.STEADYFLOW["BASE_URL"].rstrip("/"),
+        # The webhook URLs to paste elsewhere: the public address, not BASE_URL's notification default.
+        "base_url": public_base(request),
     })
     response["Cache-Control"] = "no-store"  # it may show a new secret: no cache may keep it
     return response

@@ -18,7 +18,7 @@ from dashboard.security import permissions
 from dashboard.security.permissions import authorize
 from workflows.authoring import plans
 from workflows.engine.statuses import InstanceStatus
-from workflows.models import WorkflowDefinition, WorkflowInstance, WorkflowVersion
+from workflows.models import ReviewItem, WorkflowDefinition, WorkflowInstance, WorkflowVersion
 
 OPERATE_PERMISSION = permissions.OPERATE
 
@@ -37,10 +37,10 @@ def home(request: HttpRequest) -> HttpResponse:
 
 
 def first_run(request: HttpRequest) -> dict[str, Any] | None:
-    """What a newcomer's dashboard (no instance yet) offers: the examples that are loaded, each to run
-    with its declared defaults or open in the editor, and what to do when none is loaded."""
-    if WorkflowInstance.objects.exists():
-        return None
+    """The examples that are loaded, each to run with its declared defaults or open in the editor. A
+    newcomer's dashboard (no instance yet) leads with them and says what to do when none is loaded;
+    later they stay as a smaller "Examples" card (running one again is one click), None when none is loaded."""
+    newcomer = not WorkflowInstance.objects.exists()
     from workflows.examples import example_files, load_example
 
     slugs = [load_example(path).get("slug") for path in example_files()]
@@ -61,8 +61,11 @@ def first_run(request: HttpRequest) -> dict[str, Any] | None:
             "defaults": json.dumps(defaults, ensure_ascii=False), "human": waits_for_human,
             "start_url": reverse("api-start", args=[slug]), "editor_url": reverse("workflow-editor", args=[slug]),
         })
+    if not newcomer and not examples:
+        return None
     return {
         "examples": examples,
+        "newcomer": newcomer,
         "can_start": request.user.has_perm(permissions.START),
         "can_create": request.user.has_perm(permissions.CREATE_WORKFLOW),
     }
@@ -205,7 +208,10 @@ def _instance_list_context(request: HttpRequest) -> dict[str, Any]:
     if filters["status"]:
         instances = instances.filter(status=filters["status"])
     if filters["reason"]:
-        instances = instances.filter(halt_reason=filters["reason"])
+        # Halted for that reason now, or ever: a decided review item clears the instance's halt_reason,
+        # and the instance must not drop out of the filter the moment an operator answers it.
+        reviewed = ReviewItem.objects.filter(reason=filters["reason"]).values("instance_id")
+        instances = instances.filter(Q(halt_reason=filters["reason"]) | Q(pk__in=reviewed))
     start = _parse_day(filters["from"], "from", errors)
     end = _parse_day(filters["to"], "to", errors)
     if start:
@@ -223,7 +229,8 @@ def _instance_list_context(request: HttpRequest) -> dict[str, Any]:
             # A whole traceparent, or just its 32-hex trace id (substrings of the stored value), or
             # text in the start input or the context.
             instances = instances.filter(Q(trace_id__contains=query.lower()) | json_text_matches(query))
-    paginator = Paginator(instances.select_related("version__definition").order_by("-id"), INSTANCE_PAGE_SIZE)
+    paginator = Paginator(instances.select_related("version__definition", "parent_step").order_by("-id"),
+                          INSTANCE_PAGE_SIZE)
     page = paginator.get_page(get.get("page"))
     kept = {k: v for k, v in filters.items() if v}
     return {
@@ -272,6 +279,8 @@ def instance_rows_json(request: HttpRequest) -> JsonResponse:
             "id": i.pk, "url": reverse("instance", args=[i.pk]), "workflow": i.version.definition.slug,
             "version": i.version.number, "status": i.status, "reason": i.halt_reason,
             "created_at": stamp(i.created_at), "finished_at": stamp(i.finished_at), "trace_id": i.trace_id,
+            # A child instance (sub-workflow, planner) names the instance that started it.
+            "parent": i.parent_step.instance_id if i.parent_step is not None else None,
         } for i in page.object_list],
     })
 

@@ -112,6 +112,24 @@ def test_editor_plan_endpoint(people: dict[str, User]) -> None:
     assert designer.get(url).status_code == 405
 
 
+def test_a_proposal_keeps_the_declared_input_unless_it_declares_its_own(people: dict[str, User]) -> None:
+    save_version("orders", SIMPLE)
+    url = "/api/workflows/orders/plan"
+    designer = session_for(people["designer"])
+    declared = {"type": "object", "required": ["order"], "properties": {"order": {"type": "string"}}}
+    answer = post(designer, url, {**scripted(PLAN), "current": {**SIMPLE, "input": declared}}).json()
+    assert answer["graph"]["input"] == declared and answer["kept"] == ["input"]
+    assert answer["diff"]["input_changed"] is False
+    own = {"type": "object", "properties": {"order": {"type": "integer"}, "note": {"type": "string"}}}
+    answer = post(designer, url, {**scripted({**PLAN, "input": own}), "current": {**SIMPLE, "input": declared}}).json()
+    assert answer["graph"]["input"] == own and "kept" not in answer
+    change = answer["diff"]["input"]
+    assert change["added"] == [{"name": "note", "type": "string", "required": False}] and change["removed"] == []
+    assert change["changed"] == [{"name": "order", "changes": [
+        {"path": "type", "before": "string", "after": "integer"},
+        {"path": "required", "before": True, "after": False}]}]
+
+
 def test_plan_with_the_environments_openai_compatible_provider(people: dict[str, User], settings: Any) -> None:
     from tests.support.llm_server import LLMTestServer
 

@@ -88,6 +88,10 @@ def test_node_types_lists_every_kind_with_its_schema(reader):
     assert kinds["llm"]["default_queue"] == "ai"
     assert kinds["python"]["schema"]["required"] == ["function"]
     assert kinds["start"]["structural"] is True
+    # What the editor's panel offers per kind: retries where a worker runs the step, the circuit
+    # fallback on llm nodes only.
+    assert [k for k in ("llm", "http", "python", "wait", "human") if kinds[k]["retries"]] == ["llm", "http", "python"]
+    assert [k for k, kind in kinds.items() if kind["circuit_fallback"]] == ["llm"]
 
 
 @pytest.mark.parametrize(("configured", "default"), [({}, "scripted"), ({"LLM_DEFAULT_PROVIDER": "openai"}, "openai")])
@@ -154,6 +158,26 @@ def test_validate_reports_each_error_shape(reader):
 
     (issue,) = post_json(reader, "/api/validate", [1, 2]).json()["errors"]
     assert issue == {"message": "the graph must be a JSON object with 'nodes' and 'edges'"}
+
+
+@pytest.mark.parametrize(("configured", "flagged"), [({"LLM_DEFAULT_PROVIDER": "scripted"}, True),
+                                                   ({"LLM_DEFAULT_PROVIDER": "openai"}, False)])
+def test_validate_names_an_llm_node_this_deployment_cannot_run(reader, settings, configured, flagged):
+    runtime.engine_config.cache_clear()
+    settings.STEADYFLOW = {**settings.STEADYFLOW, **configured}
+    bare = chain({"id": "classify", "type": "llm", "config": {"prompt": "Classify {{ input }}"}})
+    scripted = chain({"id": "classify", "type": "llm", "config": {"prompt": "p", "script": [{"text": "hi"}]}})
+    try:
+        body = post_json(reader, "/api/validate", bare).json()
+        assert post_json(reader, "/api/validate", scripted).json() == {"valid": True, "errors": []}
+    finally:
+        runtime.engine_config.cache_clear()
+    if not flagged:
+        assert body == {"valid": True, "errors": []}
+        return
+    (issue,) = body["errors"]
+    assert body["valid"] is False and issue["node"] == "classify" and issue["kind"] == "deployment"
+    assert "cannot run here" in issue["message"] and "needs a script" in issue["message"]
 
 
 def test_validate_refuses_a_graph_past_the_node_limit_naming_the_bound(reader):

@@ -261,8 +261,10 @@ def test_save_conflicts_when_someone_saved_meanwhile(designer: Client, flow: Wor
     assert data["latest"]["created_by"] == "olga" and data["latest"]["message"] == "olga's"
     assert data["latest"]["graph"] == graph(dict(NOOP, timeout_s=5))
     work = NOOP["id"]
-    assert data["their_changes"]["nodes"]["changed"] == [{"id": work, "fields": ["timeout_s"]}]
-    assert data["your_changes"]["nodes"]["changed"] == [{"id": work, "fields": ["timeout_s"]}]
+    assert data["their_changes"]["nodes"]["changed"] == [{"id": work, "fields": ["timeout_s"],
+                                                          "changes": [{"path": "timeout_s", "after": 5}]}]
+    assert data["your_changes"]["nodes"]["changed"] == [{"id": work, "fields": ["timeout_s"],
+                                                         "changes": [{"path": "timeout_s", "before": 5}]}]
     assert data["your_changes"]["identical"] is False
     forced = post(designer, SAVE_URL, dict(body, force=True))
     assert forced.status_code == 201 and forced.json()["version"]["number"] == 3
@@ -297,6 +299,17 @@ def test_restore_saves_an_old_version_as_the_newest(flow: WorkflowVersion) -> No
     custom = post(client, "/api/workflows/flow/versions/2/restore", {"message": "back to 2"})
     assert custom.json()["version"]["number"] == 4
     assert WorkflowVersion.objects.get(definition__slug="flow", number=4).message == "back to 2"
+
+
+def test_restoring_the_graph_the_latest_version_already_holds_makes_no_duplicate(flow: WorkflowVersion) -> None:
+    client, _ = client_for("designers", username="dana")
+    save_version("flow", graph(dict(NOOP, timeout_s=9)), message="second")
+    assert post(client, "/api/workflows/flow/versions/1/restore").status_code == 201
+    again = post(client, "/api/workflows/flow/versions/1/restore")
+    assert again.status_code == 200
+    assert again.json() == {**again.json(), "unchanged": True, "restored_from": 1}
+    assert again.json()["version"]["number"] == 3
+    assert WorkflowVersion.objects.filter(definition__slug="flow").count() == 3
 
 
 def test_restore_errors(designer: Client, viewer: Client, flow: WorkflowVersion) -> None:
@@ -335,7 +348,9 @@ def test_diff_lists_nodes_and_edges_added_removed_changed_and_moved(viewer: Clie
     data = response.json()
     assert data["from"] == 1 and data["to"] == 2 and data["identical"] is False
     assert data["nodes"] == {"added": ["fresh"], "removed": ["gone"],
-                             "changed": [{"id": "work", "fields": ["config"]}], "moved": ["end"]}
+                             "changed": [{"id": "work", "fields": ["config"], "changes": [
+                                 {"path": "config.function", "before": "noop", "after": "examples.canned_reply"}]}],
+                             "moved": ["end"]}
     assert data["edges"]["added"] == [{"source": "fresh", "target": "end", "when": "true"},
                                       {"source": "work", "target": "fresh", "when": None}]
     assert data["edges"]["removed"] == [{"source": "gone", "target": "end", "when": None},
@@ -386,6 +401,23 @@ def test_check_expression(viewer: Client, expression: Any, valid: bool, message:
     response = post(viewer, "/api/expressions/check", {"expression": expression})
     assert response.status_code == 200
     assert response.json()["valid"] is valid and message in response.json()["message"]
+
+
+def test_check_expression_with_its_source_node_checks_the_routes(viewer: Client) -> None:
+    router = {"id": "pick", "type": "router", "config": {"rules": [{"when": "true", "route": "answer"}],
+                                                        "default": "lookup"}}
+    typo = post(viewer, "/api/expressions/check", {"expression": "route == 'answr'", "source": router}).json()
+    assert typo["valid"] is False
+    assert typo["message"] == "condition tests route 'answr', but node 'pick' routes only to answer, lookup"
+    fine = post(viewer, "/api/expressions/check", {"expression": "route in ['answer', 'lookup']", "source": router})
+    assert fine.json() == {"valid": True, "message": "condition parses"}
+    llm = {"id": "ask", "type": "llm", "config": {"routes": ["yes", "no"]},
+           "fallback": {"mode": "rule", "route": "maybe"}}
+    assert post(viewer, "/api/expressions/check", {"expression": "route == 'maybe'", "source": llm}).json()["valid"]
+    # A source declaring no routes leaves literals to run time.
+    python = {"id": "f", "type": "python", "config": {"function": "noop"}}
+    assert post(viewer, "/api/expressions/check", {"expression": "route == 'x'", "source": python}).json()["valid"]
+    assert post(viewer, "/api/expressions/check", {"expression": "x", "source": "pick"}).status_code == 400
 
 
 def test_check_expression_errors(viewer: Client) -> None:
@@ -491,6 +523,8 @@ def test_the_version_apis_expose_the_declared_input(viewer: Client, flow: Workfl
     assert viewer.get("/api/workflows/flow/versions/1").json()["input_schema"] is None
     diff = viewer.get("/api/workflows/flow/diff?from=1&to=2").json()
     assert diff["input_changed"] is True and diff["identical"] is False
+    assert diff["input"]["declared"] == [False, True]
+    assert diff["input"]["added"] == [{"name": "q", "type": "string", "required": False}]
     # The editor page carries it too (the Run dialog's form), with the picker's and the side panel's needs.
     config = editor_config(viewer, "/workflows/flow/edit/")
     assert config["inputSchema"] == schema and config["urls"]["functions"] == "/api/functions"

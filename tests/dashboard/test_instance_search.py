@@ -126,4 +126,21 @@ def test_a_newcomers_dashboard_offers_the_loaded_examples(client_for: Callable[.
     viewer_html = client_for(*VIEWER).get("/").content.decode()
     assert "run-example" not in viewer_html and "needs the designers or operators group" in viewer_html
     started({"x": 1})
-    assert 'id="first-run"' not in client.get("/").content.decode()
+    # After the first run the examples stay, under a plain heading, each still one click from running.
+    html = client.get("/").content.decode()
+    assert 'id="first-run"' in html and ">Examples</h2>" in html and "Run your first workflow" not in html
+    assert 'data-url="/api/workflows/react-agent/instances"' in html
+
+
+def test_the_halt_reason_filter_keeps_instances_whose_item_was_decided(client_for: Callable[..., Client]) -> None:
+    from workflows.models import ReviewItem
+
+    halted = started({"n": 1})
+    answered = started({"n": 2})
+    started({"n": 3})  # never halted
+    WorkflowInstance.objects.filter(pk=halted.pk).update(status="halted", halt_reason="ttl_expired")
+    # Decided: the instance runs on and its halt_reason is cleared, but it did halt for that reason.
+    ReviewItem.objects.create(instance=answered, reason="ttl_expired", status="approved", node_id="start")
+    html = client_for(*VIEWER).get("/instances/", {"reason": "ttl_expired"}).content.decode()
+    listed = sorted(int(i) for i in re.findall(r'<td><a href="/instances/(\d+)/">', html))
+    assert listed == sorted([halted.pk, answered.pk])

@@ -124,8 +124,14 @@ def test_admin_bulk_reject(client, make_version, admin_user, roles):
         assert runtime.expire_instance(instance.pk, now=past_deadline(instance))
         items.append(ReviewItem.objects.get(instance=instance))
     client.force_login(admin_user)
-    response = client.post(reverse("admin:workflows_reviewitem_changelist") + "?status__exact=open",
-                           {"action": "reject_selected", "_selected_action": [i.pk for i in items]})
+    changelist = reverse("admin:workflows_reviewitem_changelist") + "?status__exact=open"
+    selected = {"action": "reject_selected", "_selected_action": [i.pk for i in items]}
+    # First a confirmation naming what will fail; nothing is decided yet.
+    asked = client.post(changelist, selected)
+    assert asked.status_code == 200 and "cannot be undone" in asked.content.decode()
+    assert all(f"instance #{i.instance_id}" in asked.content.decode() for i in items)
+    assert set(ReviewItem.objects.filter(pk__in=[i.pk for i in items]).values_list("status", flat=True)) == {"open"}
+    response = client.post(changelist, {**selected, "post": "yes"})
     assert response.status_code == 302
     assert set(ReviewItem.objects.filter(pk__in=[i.pk for i in items]).values_list("status", flat=True)) == \
         {"rejected"}

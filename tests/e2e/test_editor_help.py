@@ -135,7 +135,7 @@ def test_save_anyway_shows_the_change_it_overwrites(page: Any, make_user: Any, l
     theirs_text = page.text_content("#conflict-theirs")
     assert "added node notify" in theirs_text and "tool → notify" in theirs_text
     yours = page.text_content("#conflict-yours")
-    assert "removed node notify" in yours and "changed node tool (label)" in yours
+    assert "removed node notify" in yours and 'changed node tool: label set to "Look it up"' in yours
     assert page.is_visible("#save-force")
     assert WorkflowDefinition.objects.get(slug="shared").latest_version().number == 2
 

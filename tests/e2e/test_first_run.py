@@ -46,10 +46,11 @@ def test_the_first_run_dashboard_leads_to_running_an_example(page: Any, make_use
     assert page.url.endswith(f"/instances/{instance.pk}/")
     assert instance.version.definition.slug == "react-agent"
     assert instance.input == {"question": "Where is my order 42?"}  # the declared default
-    # No longer a newcomer: the dashboard shows the figures only.
+    # No longer a newcomer: the examples stay, one click from running again.
     page.goto("/")
     page.wait_for_selector("#counts a.tile")
-    assert page.locator("#first-run").count() == 0
+    assert page.text_content("#first-run h2") == "Examples"
+    assert page.locator("#first-run .example[data-slug='react-agent'] .run-example").is_visible()
     assert page.js_errors == []
 
 

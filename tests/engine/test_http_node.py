@@ -32,6 +32,13 @@ def test_get_json_with_idempotency_key_and_traceparent(local_server: LocalServer
     assert request.headers["accept"] == ["application/json"]
 
 
+def test_save_as_stores_the_response_body_in_the_context(local_server: LocalServer) -> None:
+    result = call_http(local_server, "/json", save_as="order")
+    assert result.output == {"status": 200, "body": {"ok": True, "method": "GET"}}
+    assert result.context_updates == {"order": {"ok": True, "method": "GET"}}
+    assert call_http(local_server, "/json").context_updates == {}
+
+
 def test_the_step_key_replaces_a_configured_one_whatever_its_case(local_server: LocalServer) -> None:
     call_http(local_server, "/json", headers={"idempotency-key": "mine", "X-Other": "kept"})
     (request,) = local_server.requests

@@ -2,7 +2,7 @@
 import { test } from "node:test";
 import assert from "node:assert/strict";
 import {
-  History, ID_RULE, closestId, diffRows, editDistance, errorsByPath, getPath, issueTargets, paletteOrder, parseImport, parseStartInput,
+  History, ID_RULE, closestId, diffRows, shortJson, editDistance, errorsByPath, getPath, issueTargets, paletteOrder, parseImport, parseStartInput,
   renameNode, renameProblem, setPath, uniqueNodeId,
 } from "../../static/js/editor/model.js";
 import { compile } from "../../static/js/lib/schema-check.js";
@@ -106,6 +106,30 @@ test("a diff becomes one row per change", () => {
   });
   assert.deepEqual(rows, [["added", "node", "n"], ["changed", "node", "ask (config)"], ["moved", "node", "end"],
     ["added", "edge", "a → b when x"], ["changed", "setting", "ttl_s: null ⇒ 60"]]);
+});
+
+test("a changed node gives a row per changed value; the declared input a row per field", () => {
+  const rows = diffRows({
+    nodes: { added: [], removed: [], moved: [], changed: [{ id: "ask", fields: ["config", "timeout_s"], changes: [
+      { path: "config.prompt", before: "Classify", after: "Classify {{ input.ticket }}" },
+      { path: "timeout_s", after: 30 }, { path: "retry", before: { max_attempts: 2 } }] }] },
+    edges: { added: [], removed: [], changed: [] }, settings: {}, input_changed: true,
+    input: { declared: [true, true], added: [{ name: "tier", type: "string", required: true }], removed: ["old"],
+      changed: [{ name: "ticket", changes: [{ path: "required", before: true, after: false }] }], other: [] },
+  });
+  assert.deepEqual(rows, [
+    ["changed", "node", 'ask: config.prompt: "Classify" ⇒ "Classify {{ input.ticket }}"'],
+    ["changed", "node", "ask: timeout_s set to 30"],
+    ["changed", "node", 'ask: retry removed (was {"max_attempts":2})'],
+    ["added", "input field", "tier (string, required)"],
+    ["removed", "input field", "old"],
+    ["changed", "input field", "ticket: required: true ⇒ false"]]);
+  const dropped = diffRows({ nodes: { added: [], removed: [], changed: [], moved: [] },
+    edges: { added: [], removed: [], changed: [] }, settings: {},
+    input: { declared: [true, false], added: [], removed: ["ticket"], changed: [], other: [] } });
+  assert.equal(dropped[0][1], "input");
+  assert.match(dropped[0][2], /declared start input/);
+  assert.equal(shortJson("x".repeat(100)).length, 60);
 });
 
 test("the palette lists the usual flow first", () => {

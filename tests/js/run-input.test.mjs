@@ -40,6 +40,16 @@ test("texts make the start input; empty fields are left out, bad text is named",
   }
 });
 
+test("a required field left empty is an error, even one with a default", () => {
+  const declared = { type: "object", required: ["ticket", "tier"],
+    properties: { ticket: { type: "string" }, tier: { type: "string", default: "basic" }, note: { type: "string", default: "-" } } };
+  const fields = inputFields(declared);
+  const { value, errors } = inputFromTexts(fields, { ticket: "", tier: "", note: "" });
+  assert.deepEqual(value, {});
+  assert.deepEqual(errors, { ticket: "is required", tier: 'is required (it was cleared; its default is "basic")' });
+  assert.deepEqual(inputFromTexts(fields, { ticket: "t", tier: "gold", note: "" }), { value: { ticket: "t", tier: "gold" }, errors: {} });
+});
+
 test("defaults fill absent fields, nested objects too, as the server does", () => {
   assert.deepEqual(withDefaults(schema, { url: "u" }), { url: "u", depth: 2, mode: "fast", options: { lang: "en" } });
   assert.deepEqual(withDefaults(schema, { url: "u", options: { lang: "de" }, depth: 4 }),

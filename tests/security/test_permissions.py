@@ -280,6 +280,9 @@ MATRIX: dict[str, list[Action]] = {
     "api-evaluation": [api("GET", lambda w: "/api/evaluations/999999", row(401, 403, 404, 404, 404, 404, 404))],
     "api-evaluation-compare": [api("GET", lambda w: "/api/evaluations/999999/compare/999998",
                                    row(401, 403, 404, 404, 404, 404, 404))],
+    # The inbox's bulk decision: deciders only (each item's own checks then apply, as on its page).
+    "api-reviews-decide": [api("POST", lambda w: "/api/reviews/decide", row(401, 403, 403, 403, 200, 200, 200),
+                               {"items": [0], "action": "reject"})],
     "login": [Action("GET", lambda w: "/accounts/login/", PUBLIC)],
     "logout": [Action("POST", lambda w: "/accounts/logout/", row(302, 302, 302, 302, 302, 302, 302))],
     "api-not-found": [api("GET", lambda w: "/api/nothing/here", row(404, 404, 404, 404, 404, 404, 404))],
@@ -496,8 +499,9 @@ def test_admin_action_matrix(world: World, key: tuple[str, str], role: str) -> N
     model, action = key
     spec = ADMIN_ACTIONS[key]
     url = reverse(f"admin:workflows_{model}_changelist")
-    response = world.client(role).post(url, {"action": action, "_selected_action": spec.selected(world)},
-                                        follow=True)
+    # "post": the confirmed step of an action that asks first (reject_selected).
+    response = world.client(role).post(url, {"action": action, "_selected_action": spec.selected(world),
+                                             "post": "yes"}, follow=True)
     messages = [str(m) for m in response.context["messages"]] if response.context else []
     assert spec.ran(world, messages) == (role in spec.allowed), f"{role}: {messages}"
     if role == "nobody":

@@ -51,6 +51,24 @@ def test_designers_manage_webhooks_and_the_secret_is_shown_once(make_version: An
     assert not Webhook.objects.exists()
 
 
+def test_the_webhook_url_is_the_requests_address_or_the_public_url(make_version: Any, user_in: Any,
+                                                                    settings: Any) -> None:
+    hook = Webhook.objects.create(definition_id=make_version(GRAPH, slug="orders").definition_id, name="shop")
+    viewer = login(user_in("viewers"))
+    page = viewer.get("/workflows/orders/triggers/", HTTP_HOST="127.0.0.1:8766").content.decode()
+    assert f"http://127.0.0.1:8766/hooks/orders/{hook.hook_id}" in page and ":8000" not in page
+    settings.STEADYFLOW = {**settings.STEADYFLOW, "PUBLIC_URL": "https://flows.example.com/"}
+    page = viewer.get("/workflows/orders/triggers/", HTTP_HOST="127.0.0.1:8766").content.decode()
+    assert f"https://flows.example.com/hooks/orders/{hook.hook_id}" in page
+
+
+def test_triggers_are_linked_from_the_editor_and_the_workflow_list(make_version: Any, user_in: Any) -> None:
+    make_version(GRAPH, slug="orders")
+    viewer = login(user_in("viewers"))
+    assert 'href="/workflows/orders/triggers/"' in viewer.get("/workflows/orders/edit/").content.decode()
+    assert 'href="/workflows/orders/triggers/"' in viewer.get("/workflows/").content.decode()
+
+
 def test_designers_manage_schedules_with_their_next_fire_times(make_version: Any, user_in: Any) -> None:
     make_version(GRAPH, slug="nightly")
     designer = login(user_in("designers"))

@@ -174,6 +174,8 @@ def test_industry_report_runs_with_its_defaults(running: tuple[Client, Any], dem
     assert instance.input["topic"] == "batteries"
     assert sorted(demo.paths()) == ["/demo/research/market", "/demo/research/news"]
     assert instance.context["sources"][0]["content"]["kind"] == "market"
+    # The report itself is the run's result (its final context), not only a step's output.
+    assert instance.context["report"].startswith("## Report")
     assert_usage_recorded(instance)
     # Within its budget (budget_usd 0.5), with a real figure to show.
     assert Decimal(0) < instance.cost_usd < Decimal("0.5")

@@ -15,7 +15,8 @@ const live = $("list-live");
 function row(i) {
   return el("tr", {},
     el("td", {}, el("a", { href: i.url }, String(i.id))),
-    el("td", {}, `${i.workflow} v${i.version}`),
+    el("td", {}, `${i.workflow} v${i.version}`, i.parent ? [el("br"), el("small", { class: "muted parent-link" },
+      "child of ", el("a", { href: `/instances/${i.parent}/` }, `#${i.parent}`))] : null),
     el("td", {}, el("span", { class: "badge status-" + i.status }, i.status)),
     el("td", {}, i.reason),
     el("td", {}, i.created_at),

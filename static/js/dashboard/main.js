@@ -69,9 +69,13 @@ function render(stats) {
   ])), "No failures.", 4);
 
   $("updated").textContent = new Date(stats.at).toLocaleTimeString([], { hour12: false });
-  // The newcomer's card (templates/dashboard/home.html) goes once something has run.
+  // The newcomer's card (templates/dashboard/home.html) becomes the plain Examples card once something
+  // has run: the examples stay one click from running again.
   const firstRun = $("first-run");
-  if (firstRun && Object.values(stats.counts).some((n) => n > 0)) firstRun.hidden = true;
+  if (firstRun && Object.values(stats.counts).some((n) => n > 0)) {
+    firstRun.querySelectorAll(".newcomer-only").forEach((e) => { e.hidden = true; });
+    $("first-run-title").textContent = "Examples";
+  }
 }
 
 function renderChart(minutes) {
@@ -103,8 +107,10 @@ function renderChart(minutes) {
       animation: false, responsive: true, maintainAspectRatio: false, interaction: { mode: "index", intersect: false },
       scales: {
         x: { stacked: true, ticks: { maxTicksLimit: 12 } },
-        y: { stacked: true, beginAtZero: true, title: { display: true, text: "steps / min" } },
-        ms: { position: "right", beginAtZero: true, grid: { drawOnChartArea: false }, title: { display: true, text: "ms" } },
+        // Headroom above the tallest bar and line (grace): nothing is drawn against the top edge.
+        y: { stacked: true, beginAtZero: true, grace: "10%", title: { display: true, text: "steps / min" } },
+        ms: { position: "right", beginAtZero: true, grace: "10%", grid: { drawOnChartArea: false },
+          title: { display: true, text: "ms" } },
       },
     },
   });

@@ -91,7 +91,9 @@ export function showFieldError(path, message) {
   const box = panel().querySelector(`[data-error-for="${CSS.escape(path)}"]`);
   if (!box) return false;
   box.textContent = message || "";
-  box.closest(".field").classList.toggle("invalid", Boolean(message));
+  // A section's error line (e.g. the whole config: a timer needs one of its fields) has no field row.
+  const row = box.closest(".field");
+  if (row) row.classList.toggle("invalid", Boolean(message));
   return true;
 }
 
@@ -111,7 +113,12 @@ export function propertySpec(key, prop, path) {
   else if (prop.type === "boolean") spec.kind = "bool";
   else if (prop.type === "array" && prop.items && prop.items.type === "string") {
     Object.assign(spec, { kind: "lines", help: "one per line", rows: 3 });
-  } else Object.assign(spec, { kind: "json", help: "JSON" + (prop.type ? ` (${prop.type})` : "") });
+  } else {
+    // Say what the JSON holds: the schema's description, and an example as the placeholder.
+    Object.assign(spec, { kind: "json", help: (prop.description ? prop.description + ". " : "")
+      + "JSON" + (prop.type ? ` (${prop.type === "array" ? "a list" : prop.type})` : "") });
+    if (Array.isArray(prop.examples) && prop.examples.length) spec.placeholder = "e.g. " + JSON.stringify(prop.examples[0]);
+  }
   if (spec.kind === "text" && /url|function|model/i.test(key)) spec.mono = true;
   return spec;
 }

@@ -20,6 +20,7 @@ import { buildPalette } from "./palette.js";
 import { renderPanel } from "./panel.js";
 import { bindToolbar, showBanner, toast } from "./toolbar.js";
 import { bindPlanner } from "./planner.js";
+import { openRun } from "./run.js";
 
 function starterGraph() {
   return { nodes: [{ id: "start", type: "start", position: { x: 0, y: 0 } },
@@ -82,6 +83,11 @@ async function init() {
   if (location.hash.startsWith("#restored-")) {
     toast(`Restored as v${location.hash.slice("#restored-".length)}`, "ok");
     history.replaceState(null, "", location.pathname + location.search);
+  }
+  // The workflow list's Run button: open the Run dialog at once (?run=1), then drop the flag.
+  if (new URLSearchParams(location.search).get("run") === "1") {
+    history.replaceState(null, "", location.pathname + location.hash);
+    if (CFG.canRun && state.latest !== null) await openRun();
   }
   document.getElementById("editor").dataset.ready = "true";
 }

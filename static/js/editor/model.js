@@ -211,19 +211,47 @@ export function errorsByPath(errors, prefix) {
   return out;
 }
 
-/** A version diff (GET .../diff) as rows [kind, what, text] for the versions dialog. */
+/** A JSON value for a diff row, cut to `max` characters. */
+export function shortJson(value, max = 60) {
+  const text = JSON.stringify(value);
+  return text.length > max ? text.slice(0, max - 1) + "…" : text;
+}
+
+/** One value change ({path, before?, after?}: a side without the key has none) as text. */
+export function changeText(c) {
+  if (!("before" in c)) return `${c.path} set to ${shortJson(c.after)}`;
+  if (!("after" in c)) return `${c.path} removed (was ${shortJson(c.before)})`;
+  return `${c.path}: ${shortJson(c.before)} ⇒ ${shortJson(c.after)}`;
+}
+
+/** A version diff (GET .../diff) as rows [kind, what, text] for the versions dialog: a changed node
+ * row per changed value (config.prompt, retry.max_attempts), the declared input field by field. */
 export function diffRows(d) {
   const edgeText = (e) => `${e.source} → ${e.target}${e.when ? ` when ${e.when}` : ""}`;
   const rows = [];
   d.nodes.added.forEach((id) => rows.push(["added", "node", id]));
   d.nodes.removed.forEach((id) => rows.push(["removed", "node", id]));
-  d.nodes.changed.forEach((c) => rows.push(["changed", "node", `${c.id} (${c.fields.join(", ")})`]));
+  d.nodes.changed.forEach((c) => {
+    if (c.changes && c.changes.length) c.changes.forEach((v) => rows.push(["changed", "node", `${c.id}: ${changeText(v)}`]));
+    else rows.push(["changed", "node", `${c.id} (${c.fields.join(", ")})`]);
+  });
   d.nodes.moved.forEach((id) => rows.push(["moved", "node", id]));
   d.edges.added.forEach((e) => rows.push(["added", "edge", edgeText(e)]));
   d.edges.removed.forEach((e) => rows.push(["removed", "edge", edgeText(e)]));
   d.edges.changed.forEach((e) => rows.push(["changed", "edge", `${edgeText(e.before)} ⇒ ${edgeText(e)}`]));
   Object.entries(d.settings).forEach(([k, [a, b]]) => rows.push(["changed", "setting",
     `${k}: ${JSON.stringify(a)} ⇒ ${JSON.stringify(b)}`]));
+  const input = d.input;
+  if (input) {
+    const [had, has] = input.declared || [true, true];
+    if (!had && has) rows.push(["added", "input", "a declared start input"]);
+    if (had && !has) rows.push(["removed", "input", "the declared start input (Run then takes any JSON object)"]);
+    input.added.forEach((f) => rows.push(["added", "input field",
+      `${f.name} (${f.type || "any"}${f.required ? ", required" : ""})`]));
+    input.removed.forEach((name) => rows.push(["removed", "input field", name]));
+    input.changed.forEach((f) => f.changes.forEach((v) => rows.push(["changed", "input field", `${f.name}: ${changeText(v)}`])));
+    (input.other || []).forEach((v) => rows.push(["changed", "input", changeText(v)]));
+  } else if (d.input_changed) rows.push(["changed", "input", "the declared start input"]);
   return rows;
 }
 

@@ -11,6 +11,7 @@ import { addEdge, deleteSelection, isReal, realEdges, realNodes, renameNode, sel
   setEdgeWhen, setNodeField, commit } from "./canvas.js";
 import { field, schemaErrors, schemaFields, section, showFieldError } from "./forms.js";
 import { attachFunctionPicker } from "./functions.js";
+import { inputSection } from "./input-panel.js";
 import { testSection } from "./node-test.js";
 import { updateToolbar } from "./toolbar.js";
 import { revalidateSoon } from "./validation.js";
@@ -72,13 +73,8 @@ function nodePanel(node) {
       : el("p", { class: "muted" }, "This node type has no settings."));
   const sections = [section("Node", ...nodeFields), configSection];
   if (!type.structural) {
-    sections.push(section("Execution",
-      field({ path: "queue", label: "Queue", kind: "select", options: CFG.queues, value: data.queue,
-        placeholder: `— (the type's default: ${type.default_queue || "default"})`, apply: apply("queue") }),
-      field({ path: "priority", label: "Priority", kind: "select", options: ["high", "normal", "low"],
-        value: data.priority, placeholder: "— (the instance's)", apply: apply("priority") }),
-      field({ path: "timeout_s", label: "Timeout (s)", kind: "number", value: data.timeout_s, apply: apply("timeout_s"),
-        placeholder: "server default" }),
+    // Only the settings that apply to this kind (the node types say: retries, the circuit fallback).
+    const retries = type.retries !== false || data.retry ? [
       field({ path: "retry.max_attempts", label: "Retry: max attempts", kind: "integer", min: 1, max: 100,
         value: getPath(data, "retry.max_attempts"), apply: apply("retry.max_attempts") }),
       field({ path: "retry.backoff_s", label: "Retry: backoff (s)", kind: "number", min: 0,
@@ -86,15 +82,26 @@ function nodePanel(node) {
       field({ path: "retry.max_backoff_s", label: "Retry: max backoff (s)", kind: "number", min: 0,
         value: getPath(data, "retry.max_backoff_s"), apply: apply("retry.max_backoff_s") }),
       field({ path: "retry.jitter", label: "Retry: jitter", kind: "bool", value: getPath(data, "retry.jitter"),
-        apply: apply("retry.jitter") })));
-    sections.push(section("Fallback",
-      field({ path: "fallback.mode", label: "When the provider's circuit is open", kind: "select",
-        options: ["rule", "review"], value: getPath(data, "fallback.mode"), apply: apply("fallback.mode"),
-        placeholder: "— (halt into review)" }),
-      field({ path: "fallback.route", label: "Rule: route", kind: "text", value: getPath(data, "fallback.route"),
-        apply: apply("fallback.route") }),
-      field({ path: "fallback.output", label: "Rule: output (JSON)", kind: "json", value: getPath(data, "fallback.output"),
-        apply: apply("fallback.output") }),
+        apply: apply("retry.jitter") })] : [];
+    sections.push(section("Execution",
+      field({ path: "queue", label: "Queue", kind: "select", options: CFG.queues, value: data.queue,
+        placeholder: `— (the type's default: ${type.default_queue || "default"})`, apply: apply("queue") }),
+      field({ path: "priority", label: "Priority", kind: "select", options: ["high", "normal", "low"],
+        value: data.priority, placeholder: "— (the instance's)", apply: apply("priority") }),
+      field({ path: "timeout_s", label: "Timeout (s)", kind: "number", value: data.timeout_s, apply: apply("timeout_s"),
+        placeholder: "server default" }),
+      ...retries));
+    if (type.circuit_fallback || data.fallback) {
+      sections.push(section("Fallback",
+        field({ path: "fallback.mode", label: "When the provider's circuit is open", kind: "select",
+          options: ["rule", "review"], value: getPath(data, "fallback.mode"), apply: apply("fallback.mode"),
+          placeholder: "— (halt into review)" }),
+        field({ path: "fallback.route", label: "Rule: route", kind: "text", value: getPath(data, "fallback.route"),
+          apply: apply("fallback.route") }),
+        field({ path: "fallback.output", label: "Rule: output (JSON)", kind: "json", value: getPath(data, "fallback.output"),
+          apply: apply("fallback.output") })));
+    }
+    sections.push(section("Compensation",
       field({ path: "compensate", label: "Compensate (JSON)", kind: "json", value: data.compensate,
         apply: apply("compensate"), help: "run if the instance fails after this step succeeded" })));
   }
@@ -139,7 +146,14 @@ const checkExpression = debounce(async (edgeId, text) => {
   let data = null;
   let failure = null;
   try {
-    data = await request("POST", CFG.urls.checkExpression, { expression: text });
+    // With the source node, the server also checks the route literals against the routes it declares.
+    const source = view.cy.getElementById(edgeId).source();
+    const body = { expression: text };
+    if (source && !source.empty()) {
+      const node = source.data("node") || {};
+      body.source = { id: source.id(), type: source.data("type"), config: node.config || {}, fallback: node.fallback };
+    }
+    data = await request("POST", CFG.urls.checkExpression, body);
   } catch (err) {
     failure = err.message;
   }
@@ -205,11 +219,21 @@ function graphPanel() {
     el("div", { class: "panel-head" }, el("h2", {}, "Workflow"),
       el("div", { class: "muted" }, `${nodes} nodes, ${edges} edges · click a node or an edge to edit it`)),
     el("div", { id: "panel-issues-slot" }),
+    // Every node as a button: the keyboard's way to a node without the canvas (N on the canvas too).
+    section("Nodes", el("div", { class: "node-buttons", id: "node-buttons" }, realNodes().map((n) =>
+      el("button", { type: "button", class: "link-button", "data-node": n.id(),
+        onclick: () => {
+          view.cy.$(":selected").unselect();
+          n.select();
+          // After the panel redraws for the node (select -> renderPanel, a timer too): keep the focus on it.
+          setTimeout(() => { const idField = document.getElementById("f-id"); if (idField) idField.focus(); }, 0);
+        } }, n.id())))),
     section("Definition",
       field({ path: "meta.name", label: "Name", kind: "text", required: true, value: state.name,
         apply: (v) => { state.name = v || ""; updateToolbar(); } }),
       field({ path: "meta.description", label: "Description", kind: "textarea", rows: 3, value: state.description,
         apply: (v) => { state.description = v || ""; } })),
+    inputSection(renderPanel),
     section("Limits",
       field({ path: "settings.max_transitions", label: "Max transitions (loop breaker)", kind: "integer", min: 1,
         value: s.max_transitions, apply: applySetting("max_transitions"), placeholder: "default: one pass over every node" }),
@@ -246,6 +270,9 @@ export function refreshPanelIssues() {
     serverIssues = state.issues.filter((i) => i.ids.includes(edgeDiv.dataset.edge));
   } else if (box.querySelector(".graph-panel")) {
     Object.assign(errors, schemaErrors("settings", CFG.shapes.settings, state.settings, "settings"));
+    if (state.extras.input !== undefined) {
+      Object.assign(errors, schemaErrors("input", CFG.shapes.input, state.extras.input, "input"));
+    }
     if (!state.name.trim()) errors["meta.name"] = "required";
     serverIssues = state.issues.filter((i) => !i.ids.length);
   }
@@ -259,7 +286,9 @@ export function refreshPanelIssues() {
   Object.entries(errors).forEach(([path, message]) => {
     if (state.parseErrors.has(path)) return;
     // No field of that name (e.g. an unknown key): show it on its section.
-    if (!showFieldError(path, message) && path.startsWith("config")) showFieldError("config", `${path}: ${message}`);
+    if (showFieldError(path, message)) return;
+    if (path.startsWith("config")) showFieldError("config", `${path}: ${message}`);
+    else if (path.startsWith("input")) showFieldError("input", `${path}: ${message}`);
   });
   const slot = box.querySelector("#panel-issues-slot");
   if (slot) {

@@ -17,8 +17,22 @@ const $ = (sel) => document.querySelector(sel);
 const MARKS = "diff-added diff-changed diff-moved";
 let before = null; // the graph on the canvas while a proposal is previewed
 
+/** A scripted reply that validates: start -> an llm node drafting what the objective asks -> end. */
+export function sampleReply(objective) {
+  return { nodes: [{ id: "start", type: "start" },
+    { id: "draft", type: "llm", config: { provider: "scripted", prompt: objective || "Draft a reply to {{ input }}",
+      script: [{ text: "A scripted draft: replace this reply, or configure a provider." }] } },
+    { id: "end", type: "end" }],
+  edges: [{ source: "start", target: "draft" }, { source: "draft", target: "end" }] };
+}
+
 export function openPlan() {
   if (state.readOnly || before !== null) return;
+  // Without a configured provider, say so and open the provider options: the scripted planner works offline.
+  if (!CFG.llmConfigured) {
+    $("#plan-no-provider").hidden = false;
+    $("#plan-provider").open = true;
+  }
   $("#plan-error").hidden = true;
   replaceChildren($("#plan-problems")).hidden = true;
   $("#plan-dialog").showModal();
@@ -83,7 +97,8 @@ function preview(data) {
     el("li", { class: "diff-" + kind }, el("span", { class: "diff-kind" }, `${kind} ${what}`), " ", text)));
   $("#plan-summary").textContent = `Proposed: ${data.graph.nodes.length} nodes, ${data.graph.edges.length} edges`
     + ` (${usage.model || "model"}: ${(usage.prompt_tokens || 0) + (usage.completion_tokens || 0)} tokens,`
-    + ` $${Number(usage.cost_usd || 0).toFixed(4)}). Green: added, amber: changed.`;
+    + ` $${Number(usage.cost_usd || 0).toFixed(4)}). Green: added, amber: changed.`
+    + ((data.kept || []).includes("input") ? " The workflow's declared start input is kept." : "");
   $("#plan-preview").hidden = false;
   document.body.classList.add("plan-previewing");
   // Nothing on the canvas is edited while previewing: an edit would commit the proposal half-accepted.
@@ -127,6 +142,9 @@ export function bindPlanner() {
   on("#btn-plan", openPlan);
   $("#plan-form").addEventListener("submit", (e) => { e.preventDefault(); doPlan(); });
   on("#plan-cancel", () => $("#plan-dialog").close());
+  on("#plan-sample", () => {
+    $("#plan-script").value = JSON.stringify(sampleReply($("#plan-objective").value.trim()), null, 2);
+  });
   on("#plan-accept", acceptPlan);
   on("#plan-discard", discardPlan);
 }

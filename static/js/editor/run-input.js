@@ -38,8 +38,8 @@ export function fieldPlaceholder(spec) {
   return "e.g. " + (typeof e === "string" ? e : JSON.stringify(e));
 }
 
-/** The start input the texts make ({name: text}); fields left empty are left out (the server then
- * fills its default). {value, errors: {name: message}} where errors are texts that do not parse. */
+/** The start input the texts make ({name: text}); optional fields left empty are left out (the
+ * server then fills its default), a required one left empty is an error even when it has a default. {value, errors: {name: message}} where errors are texts that do not parse. */
 export function inputFromTexts(specs, texts, base) {
   const value = Object.assign({}, base || {});
   const errors = {};
@@ -54,6 +54,9 @@ export function inputFromTexts(specs, texts, base) {
     }
     if (parsed.error) errors[spec.name] = parsed.error;
     else if (parsed.value !== undefined) value[spec.name] = parsed.value;
+    // A required field the designer emptied is a mistake to point at, not a cue to send its default.
+    else if (spec.required) errors[spec.name] = spec.default !== undefined
+      ? `is required (it was cleared; its default is ${JSON.stringify(spec.default)})` : "is required";
   });
   return { value, errors };
 }

@@ -10,6 +10,7 @@ import { validate } from "./validation.js";
 import { doSave, openSave, openVersions, restoreVersion, runDiff } from "./versions.js";
 import { doImport, exportJson, openImport } from "./io.js";
 import { bindRunDialog, openRun } from "./run.js";
+import { readingOrder, stepFrom } from "../lib/node-order.js";
 
 const $ = (sel) => document.querySelector(sel);
 
@@ -52,7 +53,7 @@ export function showBanner() {
       el("a", { href: CFG.urls.editor, id: "open-latest" }, "Open the latest"));
     if (CFG.canSave) {
       banner.append(" or ", el("button", { type: "button", id: "banner-restore", class: "inline-button",
-        onclick: () => restoreVersion(state.version) }, `Restore v${state.version} as a new version`));
+        onclick: (e) => restoreVersion(state.version, e.currentTarget) }, `Restore v${state.version} as a new version`));
     }
   } else if (!CFG.canSave) {
     banner.append("Read-only: changing workflows needs the designers group.");
@@ -85,6 +86,14 @@ function onKey(e) {
   if (e.key === "Delete" || e.key === "Backspace") { e.preventDefault(); deleteSelection(); return; }
   if (e.key === "Escape") { setConnectMode(false); cy.$(":selected").unselect(); return; }
   if (key === "c") { setConnectMode(!state.connectMode); return; }
+  // Keyboard selection: N / Shift+N walk the nodes in reading order; Enter edits the selected one.
+  if (key === "n") { e.preventDefault(); selectNextNode(e.shiftKey ? -1 : 1); return; }
+  if (e.key === "Enter" && e.target.id === "cy" && selection().length === 1) {
+    e.preventDefault();
+    const first = document.querySelector("#panel input:not([disabled]), #panel select, #panel textarea, #panel button");
+    if (first) first.focus();
+    return;
+  }
   if (key === "f") { G.fit(cy); return; }
   if (e.key === "+" || e.key === "=") { zoomBy(1.2); return; }
   if (e.key === "-") { zoomBy(1 / 1.2); return; }
@@ -97,6 +106,24 @@ function onKey(e) {
     nodes.shift({ x: arrows[e.key][0] * step, y: arrows[e.key][1] * step });
     commit();
   }
+}
+
+/** Select the node `step` places after the selected one (reading order), and bring it into view. */
+export function selectNextNode(step) {
+  const cy = view.cy;
+  const nodes = cy.nodes().filter(isReal);
+  const current = cy.$("node:selected").filter(isReal);
+  const id = stepFrom(readingOrder(nodes.map((n) => ({ id: n.id(), x: n.position("x"), y: n.position("y") }))),
+    current.length === 1 ? current.id() : null, step);
+  if (id === null) return;
+  cy.$(":selected").unselect();
+  const node = cy.getElementById(id);
+  node.select();
+  const ext = cy.extent();
+  const p = node.position();
+  if (p.x < ext.x1 || p.x > ext.x2 || p.y < ext.y1 || p.y > ext.y2) cy.animate({ center: { eles: node }, duration: 150 });
+  const status = $("#cy-status");
+  if (status) status.textContent = `Selected node ${id} (${node.data("type")}). Enter edits it.`;
 }
 
 export function bindToolbar() {

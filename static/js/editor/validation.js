@@ -30,6 +30,9 @@ export async function validate(options) {
     if (data.valid) toast("✓ The graph is valid", "ok");
     else toast(`${data.errors.length} problem${data.errors.length === 1 ? "" : "s"} found`, "error");
   }
+  // A save is refused for the graph's own problems only: what this deployment cannot run yet (no LLM
+  // provider configured) is listed, but a provider may come before the first run.
+  if (opts.forSave) return data.errors.every((e) => e.kind === "deployment");
   return data.valid;
 }
 

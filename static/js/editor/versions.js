@@ -4,12 +4,14 @@
 import { el, replaceChildren } from "../lib/dom.js";
 import { request } from "../lib/api.js";
 import { CFG, state, view, isDirty } from "./context.js";
-import { diffRows } from "./model.js";
+import * as G from "../lib/graph.js";
+import { History, diffRows } from "./model.js";
 import { conflictView } from "./conflict.js";
 import { stamp } from "../lib/format.js";
-import { edgeList, realEdges, snapshot, toGraph } from "./canvas.js";
+import { edgeList, realEdges, showGraph, snapshot, toGraph } from "./canvas.js";
+import { renderPanel } from "./panel.js";
 import { showIssues, validate } from "./validation.js";
-import { toast, updateToolbar } from "./toolbar.js";
+import { showBanner, toast, updateToolbar } from "./toolbar.js";
 
 const $ = (sel) => document.querySelector(sel);
 
@@ -23,7 +25,7 @@ export async function openSave() {
     toast("The workflow needs a name.", "error");
     return;
   }
-  const valid = await validate({ quiet: true });
+  const valid = await validate({ quiet: true, forSave: true });
   if (!valid) {
     toast("The graph has problems: fix them before saving (see the list).", "error");
     return;
@@ -111,7 +113,7 @@ export async function openVersions() {
       el("td", { class: "actions" },
         current ? null : el("a", { href: `${CFG.urls.editor}?version=${v.number}`, class: "button" }, "Open"),
         CFG.canSave && v.number !== state.latest ? el("button", { type: "button", class: "restore",
-          onclick: () => restoreVersion(v.number) }, "Restore") : null));
+          onclick: (e) => restoreVersion(v.number, e.currentTarget) }, "Restore") : null));
   }));
   const options = () => versions.map((v) => el("option", { value: v.number }, "v" + v.number));
   const from = replaceChildren($("#diff-from"), options());
@@ -124,17 +126,38 @@ export async function openVersions() {
   $("#versions-dialog").showModal();
 }
 
-export async function restoreVersion(number) {
+export async function restoreVersion(number, button) {
   if (isDirty() && !confirm("Restoring discards your unsaved changes. Continue?")) return;
+  if (button) button.disabled = true; // one click, one version
   let data;
+  let graph;
   try {
     data = await request("POST", `${CFG.urls.version}${number}/restore`, {});
+    graph = (await request("GET", `${CFG.urls.version}${data.version.number}`)).graph;
   } catch (err) {
+    if (button) button.disabled = false;
     toast(err.message, "error");
     return;
   }
-  state.history.markSaved(); // leave without the unsaved-changes prompt
-  location.href = CFG.urls.editor + "#restored-" + data.version.number;
+  const restored = data.version.number;
+  const said = data.unchanged ? `v${restored} already holds v${number}'s graph: nothing new to save`
+    : `Restored v${number} as v${restored}`;
+  if (state.readOnly) {
+    // An old version is open read-only: open the latest (now the restored graph) for editing.
+    state.history.markSaved(); // leave without the unsaved-changes prompt
+    location.href = CFG.urls.editor + "#restored-" + restored;
+    return;
+  }
+  // The editor already edits the latest: show the restored graph in place, as saved.
+  showGraph(graph, false);
+  G.fit(view.cy);
+  state.version = state.latest = restored;
+  state.history = new History(snapshot());
+  $("#versions-dialog").close();
+  renderPanel();
+  showBanner();
+  updateToolbar();
+  toast(said, "ok");
 }
 
 export async function runDiff() {

@@ -17,6 +17,7 @@ import { openSocket } from "../lib/socket.js";
 import { createReducer, EventLog, nodeStates, transitions } from "./reducer.js";
 import { createCanvas } from "./canvas.js";
 import { createInspector } from "./inspector.js";
+import { bindGraphKeys } from "../lib/graph-keys.js";
 import { createTimeline } from "./timeline.js";
 import { createActions } from "./actions.js";
 import { jsonPanel } from "./json-view.js";
@@ -90,6 +91,7 @@ page.timeline = createTimeline(page);
 const { cy } = page.canvas;
 cy.on("tap", "node", (e) => page.inspector.select(e.target.id()));
 cy.on("tap", (e) => { if (e.target === cy) page.inspector.select(null); });
+bindGraphKeys($("cy"), cy, (id) => page.inspector.select(id));
 
 function ingest(events, fromSocket) {
   const ready = log.add(events);

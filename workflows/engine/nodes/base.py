@@ -157,6 +157,13 @@ class NodeKind:
     awaits_person: ClassVar[bool] = False
     # Starts a child instance and waits for it without a worker (runtime/subflows.py): subworkflow, planner.
     starts_children: ClassVar[bool] = False
+    # Whether the node-level settings the editor offers apply to this kind: retries (a step a worker
+    # runs and may run again), and the fallback used when an LLM provider's circuit is open.
+    retries: ClassVar[bool] = True
+    circuit_fallback: ClassVar[bool] = False
+    # Whether a step's started -> finished is work done (the dashboard's run-time percentiles): a timer
+    # waits for its time, and a person or a child instance is waited for (awaits_person, starts_children).
+    measured: ClassVar[bool] = True
     # Keys of config left as written (not template-rendered) before the handler sees them.
     raw_config_keys: ClassVar[frozenset[str]] = frozenset()
     label: ClassVar[str] = ""
@@ -184,4 +191,6 @@ class NodeKind:
             "icon": self.icon,
             "color": self.color,
             "structural": self.structural,
+            "retries": self.retries and not (self.structural or self.awaits_person or self.starts_children),
+            "circuit_fallback": self.circuit_fallback,
         }

@@ -39,15 +39,20 @@ class Http(NodeKind):
             "body": {"type": "string", "title": "Raw body"},
             "timeout_s": limits.number(None, limits.MAX_STEP_TIMEOUT_S, exclusive_minimum=0,
                                        title="Request timeout (s)"),
+            "save_as": {"type": "string", "minLength": 1,
+                        "title": "Also store the response body in context[...] (the run's result)"},
         },
     }
 
     def run(self, call: StepCall) -> NodeResult:
         scope = call.secrets or SecretScope({})
         try:
-            return NodeResult(output=scope.scrub(self._request(call, scope)))
+            output = scope.scrub(self._request(call, scope))
         except StepError as exc:
             raise scope.scrub_error(exc) from None
+        # The output is the step's; what a later node or the run's result reads is the context.
+        save_as = call.config.get("save_as")
+        return NodeResult(output=output, context_updates={str(save_as): output["body"]} if save_as else {})
 
     def _request(self, call: StepCall, scope: SecretScope) -> dict[str, Any]:
         # `config` holds `{{ secrets.NAME }}` as placeholders: revealed only in what is sent; messages

@@ -32,6 +32,7 @@ class LLM(NodeKind):
     default_queue = "ai"
     is_async = True
     label = "LLM"
+    circuit_fallback = True
     icon = "✦"
     color = "#db2777"
     # `credential` names a stored credential, never a template (breaker keys stay bounded).
@@ -70,6 +71,10 @@ class LLM(NodeKind):
             "script": {
                 "type": "array",
                 "title": "Scripted responses (in order; the last repeats)",
+                "description": "The replies the scripted provider gives instead of a model (demos, tests), one "
+                               "object per call: text, route, tool_calls, usage {prompt_tokens, "
+                               "completion_tokens, cost_usd}, error, delay_s",
+                "examples": [[{"text": "Refund approved: the parcel arrived broken.", "route": "answer"}]],
                 "items": {
                     "type": "object",
                     "additionalProperties": False,

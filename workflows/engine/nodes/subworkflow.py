@@ -36,7 +36,7 @@ class Subworkflow(NodeKind):
     name = "subworkflow"
     starts_children = True
     label = "Sub-workflow"
-    icon = "⧉"
+    icon = "▣"  # in DejaVu (Debian chromium's fonts): ⧉ drew an empty box
     color = "#0d9488"
     # `output` is rendered against the child's result when it completes, not against this instance
     # at start; `workflow` is a literal slug: no input can choose which workflow runs (and a

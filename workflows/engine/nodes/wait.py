@@ -15,6 +15,8 @@ class Wait(NodeKind):
 
     name = "wait"
     label = "Timer"
+    retries = False  # a timer waits; nothing runs that could fail and be retried
+    measured = False  # its started -> finished is the time it waited
     icon = "◷"
     color = "#ca8a04"
     config_schema: ClassVar[dict[str, Any]] = {
