@@ -80,7 +80,7 @@ def history_tables() -> list[str]:
 
     tables = [WorkflowInstance._meta.db_table]
     for rel in WorkflowInstance._meta.related_objects:
-        if rel.many_to_one or rel.one_to_one:  # a ForeignKey / OneToOne on the other model
+        if rel.one_to_many or rel.one_to_one:  # a ForeignKey / OneToOne on the other model
             table = rel.related_model._meta.db_table
             if table not in tables:
                 tables.append(table)
