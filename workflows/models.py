@@ -134,6 +134,8 @@ class WorkflowInstance(models.Model):
         indexes = [
             models.Index(fields=["status", "deadline"], name="instance_status_deadline"),
             models.Index(fields=["trace_id"], name="instance_trace_id"),  # search by trace id
+            # Retention and the daily rollup walk finished instances by the day they ended.
+            models.Index(fields=["finished_at"], name="instance_finished_at"),
         ]
         constraints = [
             # A repeated key returns the instance it started, on its own workflow only (rows without a
@@ -419,3 +421,6 @@ from workflows.triggers.models import (  # noqa: E402, F401
     Webhook,
     WebhookRejection,
 )
+
+# Retention's daily rollup (workflows/retention/): the charts' figures for days whose history is gone.
+from workflows.retention.models import DailyRollup  # noqa: E402, F401

@@ -8,7 +8,9 @@ Each tick:
   remain, otherwise failed;
 - stops instances past their deadline (TTL);
 - purges expired llm cache rows (workflows/llm_cache.py), at most once a minute, and the planner's
-  generated plan versions past retention (workflows/plans.py), at most once an hour.
+  generated plan versions past retention (workflows/plans.py), at most once an hour;
+- rolls up finished days and deletes finished instances' history past STEADYFLOW_RETENTION_DAYS, a
+  batch per tick while there is some, and prunes active instances' old checkpoints (workflows/retention/).
 - settles sub-workflow steps whose child ended, and cancels children whose parent step is no longer
   open (the post-commit effects that do both may have died with their process).
 Everything it does is safe to repeat: duplicate jobs lose the claim and do nothing.
@@ -24,7 +26,7 @@ from typing import Any
 from django.conf import settings
 from django.utils import timezone
 
-from workflows import dispatch, llm_cache, plans, runtime
+from workflows import dispatch, llm_cache, plans, retention, runtime
 from workflows.engine.errors import StepError
 from workflows.engine.priorities import kind_of, queue_name
 from workflows.engine.statuses import INSTANCE_ACTIVE, InstanceStatus, StepStatus
@@ -44,10 +46,11 @@ class TickReport:
     cache_purged: int = 0
     subflows: int = 0
     plans_purged: int = 0
+    history_purged: int = 0  # instances whose history retention deleted
 
     def __bool__(self) -> bool:
         return bool(self.promoted or self.redispatched or self.reclaimed or self.expired or self.cache_purged
-                    or self.subflows or self.plans_purged)
+                    or self.subflows or self.plans_purged or self.history_purged)
 
 
 def promote_due(now: datetime) -> int:
@@ -211,6 +214,7 @@ def tick(now: datetime | None = None) -> TickReport:
     report.redispatched = redispatch_lost(now, conf("REDISPATCH_AFTER_S"))
     report.cache_purged = llm_cache.schedule.run_if_due(now)  # expired llm replies, once a minute
     report.plans_purged = plans.schedule.run_if_due(now)  # generated plan versions past retention, hourly
+    report.history_purged = retention.schedule.run_if_due(now)  # a batch per tick while due, else every 5 min
     if report:
         from workflows import metrics
 
