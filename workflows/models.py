@@ -411,7 +411,9 @@ class LLMCacheEntry(models.Model):
         return f"{self.node_id} {self.key[:12]}"
 
 
-# Triggers and notifications (workflows/triggers/): their rows belong to this app.
+# Retention's daily rollup (workflows/retention/) and triggers and notifications (workflows/triggers/):
+# their rows belong to this app.
+from workflows.retention.models import DailyRollup  # noqa: E402, F401
 from workflows.triggers.models import (  # noqa: E402, F401
     DeliveryAttempt,
     NotificationChannel,
@@ -421,6 +423,3 @@ from workflows.triggers.models import (  # noqa: E402, F401
     Webhook,
     WebhookRejection,
 )
-
-# Retention's daily rollup (workflows/retention/): the charts' figures for days whose history is gone.
-from workflows.retention.models import DailyRollup  # noqa: E402, F401

@@ -26,12 +26,13 @@ from typing import Any
 from django.conf import settings
 from django.utils import timezone
 
-from workflows import dispatch, llm_cache, plans, retention, runtime
+from workflows import dispatch, llm_cache, plans, runtime
 from workflows.engine.errors import StepError
 from workflows.engine.priorities import kind_of, queue_name
 from workflows.engine.statuses import INSTANCE_ACTIVE, InstanceStatus, StepStatus
 from workflows.models import StepRun, WorkflowInstance
 from workflows.redis_outage import REDIS_ERRORS
+from workflows.retention import runner as retention
 
 log = logging.getLogger("steadyflow.reconciler")
 BATCH = 500

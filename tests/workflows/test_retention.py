@@ -20,7 +20,7 @@ from django.utils import timezone
 import tests.workflows.functions  # noqa: F401 - registers tests.echo
 from tests.conftest import chain
 from tests.workflows.support import py
-from workflows import reconciler, retention, runtime
+from workflows import reconciler, runtime
 from workflows.definitions import save_version
 from workflows.engine.errors import PermanentStepError
 from workflows.engine.functions import FunctionCall, register_function
@@ -35,6 +35,7 @@ from workflows.models import (
     WorkflowInstance,
 )
 from workflows.retention import checkpoints, history, rollup
+from workflows.retention import runner as retention
 
 pytestmark = [pytest.mark.django_db, pytest.mark.parametrize("store", ["orm", "sql"])]
 

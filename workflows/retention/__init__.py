@@ -2,58 +2,8 @@
 daily rollup has kept the charts' figures; active instances' superseded checkpoints are pruned
 (docs/operating-retention.md).
 
-The scheduler's tick (workflows/reconciler.py) calls `schedule.run_if_due`: a run rolls up finished days,
+The scheduler's tick (workflows/reconciler.py) calls `runner.schedule.run_if_due`: a run rolls up finished days,
 deletes the history of one batch of instances (STEADYFLOW_RETENTION_BATCH, within about RUN_BUDGET_S of
 work) and prunes checkpoints; it runs again on the next tick while there is more to do, else after
 IDLE_EVERY. `manage.py retention` runs it by hand (with --dry-run).
 """
-
-from __future__ import annotations
-
-from dataclasses import dataclass, field
-from datetime import datetime, timedelta
-
-from django.conf import settings
-
-from workflows.retention import checkpoints, history, rollup
-
-IDLE_EVERY = timedelta(minutes=5)
-RUN_BUDGET_S = 0.5
-
-
-@dataclass
-class Outcome:
-    rolled_days: int = 0
-    instances: list[int] = field(default_factory=list)
-    rows: dict[str, int] = field(default_factory=dict)
-    checkpoints: int = 0
-    more: bool = False
-
-
-def run_once(now: datetime, *, dry_run: bool = False, batch: int | None = None, budget_s: float = RUN_BUDGET_S,
-             cursor: history.Cursor | None = None) -> Outcome:
-    """One run: roll up finished days (not on a dry run), one batch of history, one batch of checkpoints."""
-    batch = batch or int(settings.STEADYFLOW["RETENTION_BATCH"])
-    rolled = 0 if dry_run else rollup.roll_up_due(now)
-    report = history.run(now, batch=batch, budget_s=budget_s, dry_run=dry_run, cursor=cursor)
-    pruned = checkpoints.prune(batch, dry_run=dry_run)
-    more = report.more or (not dry_run and rollup.next_day(now) is not None)
-    return Outcome(rolled_days=rolled, instances=report.instances, rows=report.rows, checkpoints=pruned, more=more)
-
-
-class Schedule:
-    """At most once per IDLE_EVERY of the scheduler's clock, or on the next tick while work is left."""
-
-    def __init__(self) -> None:
-        self.next_at: datetime | None = None
-
-    def run_if_due(self, now: datetime) -> int:
-        # A clock that went back (a test's or an operator's `now`) does not postpone the run.
-        if self.next_at is not None and self.next_at - IDLE_EVERY <= now < self.next_at:
-            return 0
-        outcome = run_once(now)
-        self.next_at = now if outcome.more else now + IDLE_EVERY
-        return len(outcome.instances)
-
-
-schedule = Schedule()

@@ -6,8 +6,8 @@ from typing import Any
 from django.core.management.base import BaseCommand, CommandError
 from django.utils import timezone
 
-from workflows import retention
 from workflows.retention import history
+from workflows.retention import runner as retention
 
 
 class Command(BaseCommand):
