@@ -10,6 +10,7 @@ from django.views.generic import RedirectView
 from dashboard import (
     api,
     credential_views,
+    daily_api,
     demo,
     editor,
     editor_api,
@@ -68,6 +69,7 @@ urlpatterns = [
     path("api/instances/<int:instance_id>/rerun", instance_api.rerun, name="api-instance-rerun"),
     path("api/instances/<int:instance_id>/review", instance_api.review_decide, name="api-instance-review"),
     path("api/dashboard", instance_api.dashboard_stats, name="api-dashboard"),
+    path("api/dashboard/daily", daily_api.daily, name="api-dashboard-daily"),
     path("credentials/", credential_views.credential_list, name="credential-list"),
     path("credentials/<str:name>/", credential_views.credential_edit, name="credential-edit"),
     path("credentials/<str:name>/delete", credential_views.credential_delete, name="credential-delete"),

@@ -247,3 +247,28 @@ def test_active_instances_keep_their_newest_checkpoints_that_verify(store: str) 
     assert sorted(Checkpoint.objects.filter(instance=inst).values_list("seq", flat=True)) == [3, 4, 5, 6, 7]
     assert Checkpoint.objects.filter(instance=done).count() == done_count  # finished: left to retention
     assert checkpoints.prune(10, keep=3) == 0
+
+
+def test_the_daily_chart_api_reads_the_same_figures_and_refuses_bad_input(store: str, django_user_model: Any) -> None:
+    from django.contrib.auth.models import Permission
+    from django.core.cache import cache
+    from django.test import Client
+
+    cache.clear()  # another test's figures (ids and days repeat after a rollback)
+    inst = finished(40, slug="api-charted", tokens=9)
+    user = django_user_model.objects.create_user("chart-viewer")
+    user.user_permissions.add(Permission.objects.get(content_type__app_label="workflows",
+                                                     codename="view_workflowinstance"))
+    client = Client()
+    client.force_login(user)
+    before = client.get("/api/dashboard/daily?days=60&workflow=api-charted").json()
+    assert sum(d["tokens"] for d in before["days"]) == 9 and before["rolled_up_through"] is None
+    run_all(timezone.now())
+    assert history_rows(inst) == (0, 0, 0)
+    cache.clear()
+    after = client.get("/api/dashboard/daily?days=60&workflow=api-charted").json()
+    assert after["days"] == before["days"] and after["rolled_up_through"] is not None
+    for query, status in (("days=0", 400), ("days=x", 400), ("days=400", 400), ("workflow=nope", 404)):
+        response = client.get(f"/api/dashboard/daily?{query}")
+        assert response.status_code == status and "message" in response.json(), query
+    assert Client().get("/api/dashboard/daily").status_code == 401
