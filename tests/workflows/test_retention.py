@@ -272,3 +272,17 @@ def test_the_daily_chart_api_reads_the_same_figures_and_refuses_bad_input(store:
         response = client.get(f"/api/dashboard/daily?{query}")
         assert response.status_code == status and "message" in response.json(), query
     assert Client().get("/api/dashboard/daily").status_code == 401
+
+
+def test_a_transaction_holds_a_bounded_number_of_rows_and_the_budget_is_kept(store: str, monkeypatch: Any) -> None:
+    old = [finished(40, steps=3) for _ in range(4)]
+    rows = history.row_counts([i.pk for i in old])
+    assert all(n == sum(history_rows(i)) for i, n in zip(old, rows.values(), strict=True))
+    monkeypatch.setattr(history, "ROWS_PER_TRANSACTION", rows[old[0].pk] * 2)
+    assert [len(g) for g in history.transactions([i.pk for i in old])] == [2, 2]
+    # No time left: one transaction, the rest on the next run (first thing), nothing lost.
+    cursor = history.Cursor()
+    first = retention.run_once(timezone.now(), budget_s=0.0, cursor=cursor)
+    assert len(first.instances) == 2 and first.more and cursor.skipped
+    second = retention.run_once(timezone.now(), budget_s=10.0, cursor=cursor)
+    assert len(second.instances) == 2 and all(history_rows(i) == (0, 0, 0) for i in old)

@@ -24,7 +24,7 @@ from datetime import date, datetime, timedelta
 
 from django.conf import settings
 from django.db import models, transaction
-from django.db.models import Q
+from django.db.models import Count, Q
 
 from workflows.engine.statuses import INSTANCE_ACTIVE, INSTANCE_FINAL
 from workflows.models import ReviewItem, ReviewStatus, WorkflowInstance
@@ -35,6 +35,9 @@ log = logging.getLogger("steadyflow.retention")
 # Cascading tables that are not history: human decisions and the audit trail stay with the summary.
 KEEP = frozenset({"workflows.reviewitem", "workflows.auditentry"})
 SCAN_WINDOW = 1000  # finished instances looked at per query while looking for history to delete
+# History rows one transaction deletes at most (an instance with more gets a transaction of its own), so
+# a batch of long runs (a 1,000-step agent has thousands of rows, megabytes each) is not one long lock.
+ROWS_PER_TRANSACTION = 5000
 
 
 def retention() -> timedelta | None:
@@ -76,6 +79,30 @@ def has_history(ids: list[int]) -> set[int]:
         with_rows.update(model._base_manager.filter(**{f"{fk}_id__in": ids}).order_by()
                          .values_list(f"{fk}_id", flat=True).distinct())
     return with_rows
+
+
+def row_counts(ids: list[int]) -> dict[int, int]:
+    """History rows per instance (over every history table)."""
+    counts: dict[int, int] = dict.fromkeys(ids, 0)
+    for model, fk in history_models():
+        for instance_id, n in (model._base_manager.filter(**{f"{fk}_id__in": ids}).order_by()
+                               .values_list(f"{fk}_id").annotate(n=Count("pk"))):
+            counts[instance_id] += n
+    return counts
+
+
+def transactions(ids: list[int]) -> list[list[int]]:
+    """`ids` in groups of at most ROWS_PER_TRANSACTION history rows (one instance alone when it has more)."""
+    groups: list[list[int]] = []
+    rows = 0
+    for instance_id, n in row_counts(ids).items():
+        if groups and rows + n <= ROWS_PER_TRANSACTION:
+            groups[-1].append(instance_id)
+            rows += n
+        else:
+            groups.append([instance_id])
+            rows = n
+    return groups
 
 
 def protected(ids: list[int]) -> set[int]:
@@ -131,7 +158,8 @@ def cutoff(now: datetime, *, assume_rolled: bool = False) -> datetime | None:
 
 def delete_history(ids: list[int], limit: datetime, *, dry_run: bool = False) -> tuple[list[int], dict[str, int]]:
     """Delete the history of those of `ids` still eligible, re-checked under their row locks, in one
-    transaction. Returns the instances and the rows per table (counted, not deleted, on a dry run)."""
+    transaction (`transactions` sizes the groups). Returns the instances and the rows per table
+    (counted, not deleted, on a dry run)."""
     counts: dict[str, int] = {}
     with transaction.atomic():
         locked = list(WorkflowInstance.objects.select_for_update().filter(
@@ -166,7 +194,7 @@ def run(now: datetime, *, batch: int | None = None, budget_s: float = 0.5, dry_r
     if cursor.skipped:  # protections end (a review decided, a child finished): look again
         again = sorted(cursor.skipped)[:batch]
         cursor.skipped.difference_update(again)
-        _take(again, limit, report, cursor, dry_run)
+        _take(again, limit, report, cursor, dry_run, deadline)
     while len(report.instances) < batch:
         window = WorkflowInstance.objects.filter(status__in=INSTANCE_FINAL, finished_at__lt=limit)
         if cursor.after is not None:
@@ -187,7 +215,7 @@ def run(now: datetime, *, batch: int | None = None, budget_s: float = 0.5, dry_r
                 chosen.append(pk)
             last = (at, pk)
         cursor.after = last
-        _take(chosen, limit, report, cursor, dry_run)
+        _take(chosen, limit, report, cursor, dry_run, deadline)
         if report.more:
             break
         if clock.monotonic() > deadline:  # checked after a window: every run makes progress
@@ -198,13 +226,22 @@ def run(now: datetime, *, batch: int | None = None, budget_s: float = 0.5, dry_r
     return report
 
 
-def _take(ids: list[int], limit: datetime, report: Report, cursor: Cursor, dry_run: bool) -> None:
+def _take(ids: list[int], limit: datetime, report: Report, cursor: Cursor, dry_run: bool,
+          deadline: float) -> None:
     if not ids:
         return
-    done, counts = delete_history(ids, limit, dry_run=dry_run)
-    report.instances.extend(done)
-    report.add_rows(counts)
-    left = set(ids) - set(done)
+    done: list[int] = []
+    groups = transactions(ids)
+    for i, group in enumerate(groups):
+        if i and clock.monotonic() > deadline:  # out of time: the rest first thing next run
+            cursor.skipped.update(pk for rest in groups[i:] for pk in rest)
+            report.more = True
+            break
+        deleted, counts = delete_history(group, limit, dry_run=dry_run)
+        done.extend(deleted)
+        report.instances.extend(deleted)
+        report.add_rows(counts)
+    left = set(ids) - set(done) - cursor.skipped
     if left and len(cursor.skipped) < SKIPPED_MAX:
         # Protected now, or reopened: looked at again next run (an instance reopened and finished later
         # is also found again by the walk, at its new finished_at).
