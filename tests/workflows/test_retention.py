@@ -286,3 +286,17 @@ def test_a_transaction_holds_a_bounded_number_of_rows_and_the_budget_is_kept(sto
     assert len(first.instances) == 2 and first.more and cursor.skipped
     second = retention.run_once(timezone.now(), budget_s=10.0, cursor=cursor)
     assert len(second.instances) == 2 and all(history_rows(i) == (0, 0, 0) for i in old)
+
+
+def test_a_rerun_never_restores_a_later_state_when_the_activation_checkpoint_was_pruned(store: str) -> None:
+    from workflows import operations
+
+    inst = finished(0, steps=4)
+    s3 = StepRun.objects.get(instance=inst, node_id="s3")
+    activated = Event.objects.filter(instance=inst, step=s3).order_by("seq").first()
+    assert activated is not None
+    Checkpoint.objects.filter(instance=inst, seq__gte=activated.seq, created_at=activated.created_at).delete()
+    operations.rerun_from_node(inst.pk, "s3")
+    inst.refresh_from_db()
+    # Restored from an older checkpoint (s1's update, maybe s2's), never one with s3's or s4's own updates.
+    assert "k1" in inst.context and "k3" not in inst.context and "k4" not in inst.context
