@@ -300,3 +300,17 @@ def test_a_rerun_never_restores_a_later_state_when_the_activation_checkpoint_was
     inst.refresh_from_db()
     # Restored from an older checkpoint (s1's update, maybe s2's), never one with s3's or s4's own updates.
     assert "k1" in inst.context and "k3" not in inst.context and "k4" not in inst.context
+
+
+def test_the_database_buckets_durations_as_the_histogram_says(store: str) -> None:
+    """Bounds are inclusive upper bounds in ms; past the last one is "inf"; percentiles read the bounds."""
+    durations = {timedelta(milliseconds=1): "1", timedelta(milliseconds=150): "200", timedelta(seconds=5): "5000",
+                 timedelta(hours=3): "21600000", timedelta(days=2): "inf"}
+    end = rollup.day_start((timezone.now() - 10 * DAY).date()) + timedelta(hours=12)
+    for duration in durations:
+        inst = finished(0, steps=1, slug="buckets")
+        WorkflowInstance.objects.filter(pk=inst.pk).update(created_at=end - duration, finished_at=end)
+    [summary] = rollup.summarize(end - DAY, end + DAY).values()
+    assert summary.instance_ms == {bucket: 1 for bucket in durations.values()}
+    assert rollup.percentile(summary.instance_ms, 0.5) == 5000.0
+    assert rollup.percentile(summary.instance_ms, 1.0) == float(rollup.BUCKETS_MS[-1])
