@@ -50,7 +50,7 @@ def step_gaps(instance_id: int) -> list[float]:
     return [(b - a).total_seconds() for a, b in zip(moments, moments[1:], strict=False)]
 
 
-def _ends(gaps: list[list[float]]) -> dict[str, Any]:
+def ends(gaps: list[list[float]]) -> dict[str, Any]:
     """Mean of the first and the last 10 gaps, averaged over instances, in ms; and their ratio."""
     gaps = [g for g in gaps if len(g) >= 20]
     if not gaps:
@@ -78,7 +78,7 @@ def _measure(version: Any, count: int, steps: int, cluster: Cluster, check: Any)
     wall = (finished - batch.committed).total_seconds() if finished else None
     data = _data_bytes(batch.ids[0])
     result: dict[str, Any] = {
-        "instances": count, "steps": executed, **_ends([step_gaps(pk) for pk in batch.ids]),
+        "instances": count, "steps": executed, **ends([step_gaps(pk) for pk in batch.ids]),
         "wall_s": round(wall, 3) if wall else None,
         "steps_per_s": round(executed / wall, 1) if wall else None,
         **wal.per_step(max(executed, 1)),
