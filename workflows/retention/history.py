@@ -206,7 +206,7 @@ def run(now: datetime, *, batch: int | None = None, budget_s: float = 0.5, dry_r
         candidates = [pk for _, pk in rows]
         with_history = has_history(candidates)
         chosen: list[int] = []
-        last = rows[-1]
+        last = cursor.after  # the last row looked at: the walk resumes after it
         for at, pk in rows:
             if pk in with_history:
                 if len(report.instances) + len(chosen) >= batch:
