@@ -5,6 +5,9 @@
     W2  50 workflows of one step -> 20 parallel steps -> join: workflows/s
     W3  300 instances of one `llm` step against a local OpenAI-compatible server that answers after
         2.0 s: wall time from the first start to the last completion
+    W4  "agent transcript": a 100-step loop whose python step adds 4 KB of incompressible text to the
+        context each visit, alone and 50 at once: first/last-10 step times, WAL and table bytes
+        (bench/transcript.py)
     live  bench/live.py's workload, when that module exists
     workers   W1's 200 chains with 1, 2 and 4 `default` worker processes: steps/s
     W1-scale  (opt-in) W1 with 2,000 chains, and W1 again over 100,000 seeded finished instances:
@@ -36,7 +39,7 @@ from typing import Any
 from bench.harness import ROOT, Cluster, make_database, note, production_keys, redact, wait_until
 from bench.measure import RUN, CpuMeter, emit, engine_store, load_average, wait_workers
 
-DEFAULT_WORKLOADS = ("W1", "W2", "W3", "live", "workers")
+DEFAULT_WORKLOADS = ("W1", "W2", "W3", "W4", "live", "workers")
 # Opt-in: 2,000 chains and seeding 100,000 instances add 2.5-8 minutes here, depending on the load.
 EXTRA_WORKLOADS = ("W1-scale",)
 WORKLOADS = DEFAULT_WORKLOADS + EXTRA_WORKLOADS
@@ -65,6 +68,11 @@ def parse_args(argv: list[str]) -> argparse.Namespace:
     parser.add_argument("--fanout", type=int, default=50, help="W2 workflows (default 50)")
     parser.add_argument("--width", type=int, default=20, help="W2 parallel steps (default 20)")
     parser.add_argument("--llm", type=int, default=300, help="W3 instances (default 300)")
+    parser.add_argument("--transcripts", type=int, default=50,
+                        help="W4 instances run at once after the one alone (default 50; 0 skips)")
+    parser.add_argument("--transcript-steps", type=int, default=100, help="W4 steps per instance (default 100)")
+    parser.add_argument("--transcript-bytes", type=int, default=4000,
+                        help="W4 bytes of text each step adds to the context (default 4000)")
     parser.add_argument("--keep-logs", action="store_true", help="keep the processes' logs and print where")
     parser.add_argument("--profile-workers", action="store_true",
                         help="run the workers under cProfile; their .prof files stay in the logs directory")
@@ -161,6 +169,7 @@ def run(args: argparse.Namespace, cluster: Cluster, db_kind: str) -> bool:
     """Run the chosen workloads. True when one of them failed."""
     from bench import workloads as wl
     from bench.profile import commit_latency_ms
+    from bench.storage import WalMeter
 
     failed = False
     check = cluster.check_alive
@@ -189,11 +198,12 @@ def run(args: argparse.Namespace, cluster: Cluster, db_kind: str) -> bool:
     if serial is not None:
         try:
             wl.w1_throughput(chain, max(args.workers * 4, 10), check)  # warm the other workers
-            with CpuMeter(cluster) as cpu:
+            with CpuMeter(cluster) as cpu, WalMeter() as wal:
                 through = wl.w1_throughput(chain, args.chains, check)
             emit({"workload": "W1", "steps_per_s": through["steps_per_s"], "per_step_ms": serial["per_step_ms"],
                   "db": db_kind, "workers": args.workers, "chains": args.chains, "steps": through["steps"],
-                  "wall_s": through["wall_s"], "completed": through["completed"], **cpu.per_step(through["steps"])},
+                  "wall_s": through["wall_s"], "completed": through["completed"], **cpu.per_step(through["steps"]),
+                  **wal.per_step(through["steps"])},
                  w1_load)
             failed |= through["completed"] != args.chains
         except Exception:  # noqa: BLE001
@@ -217,6 +227,15 @@ def run(args: argparse.Namespace, cluster: Cluster, db_kind: str) -> bool:
     if "W3" in args.only:
         try:
             failed |= not run_w3(args, cluster, db_kind)
+        except Exception:  # noqa: BLE001
+            traceback.print_exc(file=sys.stderr)
+            failed = True
+
+    if "W4" in args.only:
+        from bench.transcript import run_w4
+
+        try:
+            failed |= not run_w4(args, cluster, db_kind, check)
         except Exception:  # noqa: BLE001
             traceback.print_exc(file=sys.stderr)
             failed = True

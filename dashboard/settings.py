@@ -302,6 +302,14 @@ STEADYFLOW = {
     # The planner's generated plan versions that no instance ran on are purged this long after their
     # planning instance ended (workflows/authoring/plans.py).
     "PLAN_RETENTION_DAYS": env_float("STEADYFLOW_PLAN_RETENTION_DAYS", 30.0, minimum=0.0),
+    # Retention (docs/operating-retention.md): finished instances' history (steps, events, checkpoints,
+    # every table that references an instance except reviews and audit) is deleted this many days after
+    # they finished, the instance row kept as their summary; 0 keeps everything forever.
+    "RETENTION_DAYS": env_float("STEADYFLOW_RETENTION_DAYS", 30.0, minimum=0.0),
+    # Instances whose history one retention batch deletes (one transaction each batch).
+    "RETENTION_BATCH": env_int("STEADYFLOW_RETENTION_BATCH", 50, minimum=1),
+    # A running instance keeps this many of its newest checkpoints that verify; older ones are pruned.
+    "CHECKPOINTS_KEEP": env_int("STEADYFLOW_CHECKPOINTS_KEEP", 3, minimum=1),
     # A schedule's tick is on time while at most this old; older due ticks were missed (catch-up policy).
     "SCHEDULE_GRACE_S": env_float("STEADYFLOW_SCHEDULE_GRACE_S", 60.0, minimum=1.0),
     # Links in notifications: the address users reach the dashboard at.

@@ -9,6 +9,7 @@ from django.views.generic import RedirectView
 
 from dashboard.api import core as api
 from dashboard.api import (
+    daily_api,
     demo,
     demo_mcp,
     editor_api,
@@ -86,6 +87,7 @@ urlpatterns = [
     path("api/instances/<int:instance_id>/rerun", instance_api.rerun, name="api-instance-rerun"),
     path("api/instances/<int:instance_id>/review", instance_api.review_decide, name="api-instance-review"),
     path("api/dashboard", instance_api.dashboard_stats, name="api-dashboard"),
+    path("api/dashboard/daily", daily_api.daily, name="api-dashboard-daily"),
     path("credentials/", credential_views.credential_list, name="credential-list"),
     path("credentials/<str:name>/", credential_views.credential_edit, name="credential-edit"),
     path("credentials/<str:name>/delete", credential_views.credential_delete, name="credential-delete"),

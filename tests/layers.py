@@ -35,7 +35,8 @@ LAYERS: tuple[tuple[str, ...], ...] = (
     ("workflows.store",),
     ("workflows.runtime",),
     ("workflows.authoring", "workflows.observability", "workflows.triggers"),
-    ("workflows.evaluations",),  # runs versions (runtime) copied as generated definitions (authoring)
+    ("workflows.evaluations", "workflows.retention"),  # evaluations run versions (runtime) copied as
+    # generated definitions (authoring); retention deletes history rows and rolls days up (models only)
     ("workflows.jobs", "workflows.workers"),
     ("workflows.scheduler",),
     ("workflows.operators",),
@@ -55,6 +56,7 @@ GROUP_OF = {
     "workflows.credentials.rules": "workflows.credentials.rules",  # plain rules: the model enforces them
     "workflows.triggers.models": "workflows.models",  # rows of the `workflows` app (workflows.models imports them)
     "workflows.evaluations.models": "workflows.models",  # likewise
+    "workflows.retention.models": "workflows.models",  # likewise
     "dashboard.api.http": "dashboard.api.http",  # the JSON helpers every endpoint shares, pages' included
 }
 RANK = {group: rank for rank, groups in enumerate(LAYERS) for group in groups}

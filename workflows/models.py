@@ -135,6 +135,8 @@ class WorkflowInstance(models.Model):
         indexes = [
             models.Index(fields=["status", "deadline"], name="instance_status_deadline"),
             models.Index(fields=["trace_id"], name="instance_trace_id"),  # search by trace id
+            # Retention and the daily rollup walk finished instances by the day they ended.
+            models.Index(fields=["finished_at"], name="instance_finished_at"),
         ]
         constraints = [
             # A repeated key returns the instance it started, on its own workflow only (rows without a
@@ -431,14 +433,15 @@ class LLMCacheEntry(models.Model):
         return f"{self.node_id} {self.key[:12]}"
 
 
-# Evaluations (workflows/evaluations/) and triggers and notifications (workflows/triggers/): their rows
-# belong to this app.
+# Evaluations (workflows/evaluations/), retention's daily rollup (workflows/retention/) and triggers and
+# notifications (workflows/triggers/): their rows belong to this app.
 from workflows.evaluations.models import (  # noqa: E402, F401
     Dataset,
     DatasetRow,
     Evaluation,
     EvaluationResult,
 )
+from workflows.retention.models import DailyRollup  # noqa: E402, F401
 from workflows.triggers.models import (  # noqa: E402, F401
     DeliveryAttempt,
     NotificationChannel,

@@ -250,6 +250,7 @@ MATRIX: dict[str, list[Action]] = {
             {"action": "cancel"}),
     ],
     "api-dashboard": [api("GET", lambda w: "/api/dashboard", VIEW_API)],
+    "api-dashboard-daily": [api("GET", lambda w: "/api/dashboard/daily?days=7", VIEW_API)],
     "review-list": [Action("GET", lambda w: "/review/", VIEW_PAGE)],
     "review-detail": [Action("GET", lambda w: f"/review/{w.ids['task_item']}/", VIEW_PAGE),
                       Action("POST", lambda w: f"/review/{w.ids['task_item']}/", ANSWER_PAGE,

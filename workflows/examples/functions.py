@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import base64
+import os
 import re
 from typing import Any
 
@@ -64,6 +66,17 @@ def sensitive_word_filter(call: FunctionCall) -> FunctionResult:
 def noop(call: FunctionCall) -> None:
     """Does nothing; used by benchmarks and tests of the engine's own overhead."""
     return None
+
+
+@register_function("examples.grow_note")
+def grow_note(call: FunctionCall) -> FunctionResult:
+    """Adds a new context key `note_<visit>` holding `bytes` (arg, default 4000) of incompressible text
+    (base64 of random bytes): the benchmark's W4 "agent transcript", a context that grows with every
+    visit as an agent's transcript does. The output stays small: the visit number the loop's edges
+    test (`n < steps`)."""
+    size = max(0, int(call.args.get("bytes", 4000)))
+    text = base64.b64encode(os.urandom(size * 3 // 4 + 1)).decode()[:size]
+    return FunctionResult(output={"n": call.visit, "bytes": size}, context={f"note_{call.visit}": text})
 
 
 # --- The research agent's tools (graphs/research_agent.json): the model calls them with arguments it

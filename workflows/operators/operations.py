@@ -209,11 +209,13 @@ def rerun_from_node(instance_id: int, node_id: str, user: Any = None, *, note: s
 def _checkpoint_at_activation(inst: WorkflowInstance, step: StepRun) -> Checkpoint | None:
     """The state as the step was activated: the checkpoint of the transaction that activated it (it
     holds its predecessors' context updates, not its own), else the newest valid one before."""
-    activated_at = Event.objects.filter(instance=inst, step=step).order_by("seq").values_list("seq", flat=True)
-    seq = activated_at.first()
-    if seq is None:
+    activated = Event.objects.filter(instance=inst, step=step).order_by("seq").values_list("seq", "created_at").first()
+    if activated is None:
         return None
-    after = Checkpoint.objects.filter(instance=inst, seq__gte=seq).order_by("seq")[:5]
+    seq, at = activated
+    # Only that transaction's checkpoint (a unit of work stamps its events and checkpoint with one time):
+    # a later one, when it is gone (pruned by retention) or corrupt, holds updates the node never saw.
+    after = Checkpoint.objects.filter(instance=inst, seq__gte=seq, created_at=at).order_by("seq")[:5]
     for checkpoint in after:
         if checkpoint.verifies():
             return checkpoint

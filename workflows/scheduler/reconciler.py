@@ -8,7 +8,10 @@ Each tick:
   remain, otherwise failed;
 - stops instances past their deadline (TTL);
 - purges expired llm cache rows (workflows/adapters/llm_cache.py), at most once a minute, and the planner's
-  generated plan versions past retention (workflows/authoring/plans.py), at most once an hour.
+  generated plan versions past retention (workflows/authoring/plans.py), at most once an hour;
+- rolls up finished days and deletes finished instances' history past STEADYFLOW_RETENTION_DAYS, a
+  batch per tick while there is some, and prunes active instances' old checkpoints (workflows/retention/);
+- advances running evaluations (workflows/evaluations/runner.py), at most once a second.
 - settles sub-workflow steps whose child ended, and cancels children whose parent step is no longer
   open (the post-commit effects that do both may have died with their process).
 Everything it does is safe to repeat: duplicate jobs lose the claim and do nothing.
@@ -31,6 +34,7 @@ from workflows.engine.priorities import kind_of, queue_name
 from workflows.engine.statuses import INSTANCE_ACTIVE, InstanceStatus, StepStatus
 from workflows.evaluations import runner as evaluation_runner
 from workflows.models import StepRun, WorkflowInstance
+from workflows.retention import runner as retention
 from workflows.workers import dispatch
 from workflows.workers.redis_outage import REDIS_ERRORS
 
@@ -48,10 +52,11 @@ class TickReport:
     subflows: int = 0
     plans_purged: int = 0
     evaluations: int = 0
+    history_purged: int = 0  # instances whose history retention deleted
 
     def __bool__(self) -> bool:
         return bool(self.promoted or self.redispatched or self.reclaimed or self.expired or self.cache_purged
-                    or self.subflows or self.plans_purged)
+                    or self.subflows or self.plans_purged or self.history_purged)
 
 
 def promote_due(now: datetime) -> int:
@@ -219,6 +224,7 @@ def tick(now: datetime | None = None) -> TickReport:
     report.cache_purged = llm_cache.schedule.run_if_due(now)  # expired llm replies, once a minute
     report.plans_purged = plans.schedule.run_if_due(now)  # generated plan versions past retention, hourly
     report.evaluations = evaluation_runner.schedule.run_if_due(now)  # running evaluations: score, start rows
+    report.history_purged = retention.schedule.run_if_due(now)  # a batch per tick while due, else every 5 min
     if report:
         from workflows.observability import metrics
 
