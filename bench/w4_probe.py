@@ -55,15 +55,24 @@ def main() -> None:
             cursor.execute("SELECT pg_current_wal_lsn() - '0/0'")
             return int(cursor.fetchone()[0])
 
+    def lsn_text() -> str:
+        with connection.cursor() as cursor:
+            cursor.execute("SELECT pg_current_wal_lsn()::text, (SELECT oid FROM pg_database WHERE datname = "
+                           "current_database())")
+            row = cursor.fetchone()
+            return f"{row[0]} {row[1]}"
+
     if pg:
         with connection.cursor() as cursor:
             cursor.execute("CHECKPOINT")
     before = lsn() if pg else 0
+    start_lsn = lsn_text() if pg else ""
     inst = runtime.start_instance(version, {"topic": "probe"})
     t0 = time.perf_counter()
     inprocess.drain(("default",))
     wall = time.perf_counter() - t0
     after = lsn() if pg else 0
+    end_lsn = lsn_text() if pg else ""
     inst.refresh_from_db()
     gaps = [(b - a) * 1000 for a, b in zip(marks, marks[1:], strict=False)]
     first = sum(gaps[:10]) / 10
@@ -73,7 +82,7 @@ def main() -> None:
         "steps": len(marks), "keys": len(inst.context), "wall_s": round(wall, 2),
         "first10_ms": round(first, 2), "last10_ms": round(last, 2), "ratio": round(last / first, 2),
         "wal_per_step": round((after - before) / max(1, len(marks))) if pg else None,
-        "load": os.getloadavg()[0]}))
+        "load": os.getloadavg()[0], "wal_range": f"{start_lsn} {end_lsn}"}))
 
 
 if __name__ == "__main__":
