@@ -1,8 +1,9 @@
 """Committing what a claimed step came to, and what follows from it; or giving the step back.
 
 Durability contract (README, "Guarantees"):
-- every transition commits its StepRun, Event(s) and Checkpoint in one transaction, with the
-  instance row locked (joins, counters and the event sequence must not race);
+- every transition commits its StepRun, Event(s) and state delta (a snapshot when due:
+  runtime/snapshots.py) in one transaction, with the instance row locked (joins, counters and
+  the event sequence must not race);
 - jobs are enqueued only after that commit, and carry only step ids;
 - an outcome commits only while the claim's lease token still holds, so a duplicate delivery or a
   zombie worker whose lease was taken over commits nothing.
