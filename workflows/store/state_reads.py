@@ -57,12 +57,12 @@ def newest_snapshot(instance_id: int, upto: int | None = None) -> tuple[Any, lis
 
 
 def rebuild(instance_id: int, creation_context: Callable[[], dict[str, Any]], *,
-            upto: int | None = None, deltas_upto: int | None = None) -> Rebuilt:
+            upto: int | None = None, deltas_upto: int | None = None, look_for_snapshot: bool = True) -> Rebuilt:
     """The context after every transition that began at or before `upto` (all of them when None);
     `deltas_upto` bounds only the deltas replayed (the current context: the row's context_seq)."""
     from workflows.models import StateDelta
 
-    snapshot, corrupt = newest_snapshot(instance_id, upto)
+    snapshot, corrupt = newest_snapshot(instance_id, upto) if look_for_snapshot else (None, [])
     if snapshot is not None:
         context = dict(snapshot.state.get("context") or {})
         base_seq = snapshot.seq
@@ -102,12 +102,17 @@ def current_context(instance: Any) -> dict[str, Any]:
     if instance.pk is None:
         return {}
     seq = int(instance.context_seq)
+    if seq == 0:
+        # No transition ever changed it: the context it was created with, no read (most no-op steps).
+        return creation_context_of(instance)()
     cached = context_cache.get(instance.pk, seq)
     if cached is not None:
         return cached
     # A delta's seq is the first event seq of its transition, so the deltas up to context_seq are
     # those of every transition up to the last one that changed the context.
-    found = rebuild(instance.pk, creation_context_of(instance), deltas_upto=seq)
+    # snapshot_seq 0: none was ever written (the deltas from the start apply to the creation context).
+    found = rebuild(instance.pk, creation_context_of(instance), deltas_upto=seq,
+                    look_for_snapshot=bool(instance.snapshot_seq))
     context = found.context
     if not connection.in_atomic_block and (found.snapshot is None or found.snapshot.seq <= seq):
         # Committed (autocommit read): safe to keep under its seq. Inside a transaction the rows may
