@@ -30,10 +30,10 @@ from dataclasses import dataclass, field
 
 from django.db import DatabaseError, connection, models, transaction
 
-from workflows.models import Checkpoint, Event, StepRun, WorkflowInstance
+from workflows.models import Checkpoint, Event, StateDelta, StepRun, WorkflowInstance
 
 # The tables copied per instance, parents first.
-CHILD_MODELS: tuple[type[models.Model], ...] = (StepRun, Event, Checkpoint)
+CHILD_MODELS: tuple[type[models.Model], ...] = (StepRun, Event, Checkpoint, StateDelta)
 
 
 @dataclass

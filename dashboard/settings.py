@@ -279,6 +279,15 @@ STEADYFLOW = {
     "LLM_PRICES": env_json("STEADYFLOW_LLM_PRICES", {}),
     # Payload cap for step outputs and context (bytes of JSON).
     "MAX_PAYLOAD_BYTES": env_int("STEADYFLOW_MAX_PAYLOAD_BYTES", 1_000_000, minimum=1024),
+    # State deltas and snapshots (docs/DESIGN.md "State: deltas and snapshots"): a step writes the
+    # context keys it changed; a full snapshot is written at halts, ends and compensation, every
+    # SNAPSHOT_EVERY_EVENTS events, and once the deltas since the last one reach
+    # max(SNAPSHOT_MIN_BYTES, that snapshot's size).
+    "SNAPSHOT_EVERY_EVENTS": env_int("STEADYFLOW_SNAPSHOT_EVERY_EVENTS", 1000, minimum=1),
+    "SNAPSHOT_MIN_BYTES": env_int("STEADYFLOW_SNAPSHOT_MIN_BYTES", 1024 * 1024, minimum=0),
+    # Per process: the contexts a worker last committed, kept so continuing an instance does not read
+    # and decode its context again (store/context_cache.py). 0 disables it.
+    "CONTEXT_CACHE_BYTES": env_int("STEADYFLOW_CONTEXT_CACHE_BYTES", 64 * 1024 * 1024, minimum=0),
     # Live view publishing over Channels
     "PUBLISH_EVENTS": env_bool("STEADYFLOW_PUBLISH_EVENTS", True),
     # Which store writes the engine's rows: "sql" (hand-written statements per database, the

@@ -6,6 +6,7 @@ import decimal
 from typing import Any
 
 from django.db import models
+from django.db.models.query_utils import DeferredAttribute
 from django.utils.functional import cached_property
 
 
@@ -80,3 +81,30 @@ class EncryptedTextField(models.TextField):
         from workflows.credentials.crypto import encrypt
 
         return encrypt(value)
+
+
+class CurrentContext(DeferredAttribute):
+    """`instance.context` of a loaded instance: rebuilt on first read from the newest snapshot and
+    the state deltas after it (or taken from this process's cache of what it last committed), then
+    kept on the object. An instance built in code (not loaded) holds what it was given."""
+
+    def __get__(self, instance: Any, cls: Any = None) -> Any:
+        if instance is None:
+            return self
+        data = instance.__dict__
+        if "context" not in data:
+            from workflows.store.state_reads import current_context
+
+            data["context"] = current_context(instance)
+        return data["context"]
+
+
+class ContextField(models.JSONField):
+    """WorkflowInstance.context: a JSONField whose value on a loaded instance is the current context,
+    not the column (see CurrentContext). The schema is a plain JSONField (deconstruct)."""
+
+    descriptor_class = CurrentContext
+
+    def deconstruct(self) -> Any:
+        name, _path, args, kwargs = super().deconstruct()
+        return name, "django.db.models.JSONField", args, kwargs

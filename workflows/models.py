@@ -18,7 +18,7 @@ from django.utils import timezone
 
 from workflows.engine.graph import Graph
 from workflows.engine.statuses import InstanceStatus, StepStatus
-from workflows.fields import TolerantDecimalField
+from workflows.fields import ContextField, TolerantDecimalField
 
 
 def new_trace_id() -> str:
@@ -93,7 +93,11 @@ class WorkflowInstance(models.Model):
     status = models.CharField(max_length=16, choices=status_choices(InstanceStatus),
                               default=InstanceStatus.PENDING.value, db_index=True)
     input = models.JSONField(default=dict)
-    context = models.JSONField(default=dict)
+    # The current context is not this column: it is the newest snapshot (Checkpoint) plus the state
+    # deltas after it (StateDelta); reading `instance.context` on a loaded instance rebuilds it
+    # (workflows/fields.py, store/state_reads.py). The column holds the context the instance was
+    # created with: the base while it has no snapshot. See docs/DESIGN.md "State: deltas and snapshots".
+    context = ContextField(default=dict)
     # Scheduler state: visits per node and pending joins (see engine/scheduling.py).
     state = models.JSONField(default=dict)
     loop_count = models.PositiveIntegerField(default=0)
@@ -129,6 +133,16 @@ class WorkflowInstance(models.Model):
     # high / normal / low, set at start (engine/priorities.py): its steps' queues. Last, for the
     # SQL stores' column list.
     priority = models.CharField(max_length=8, default="normal")
+    # State bookkeeping (docs/DESIGN.md "State: deltas and snapshots"), last for the SQL stores'
+    # column list: the event seq of the last context change (the process cache's key), of the newest
+    # snapshot, its size, and the bytes of deltas written since it (the snapshot policy's inputs).
+    context_seq = models.PositiveIntegerField(default=0)
+    snapshot_seq = models.PositiveIntegerField(default=0)
+    snapshot_bytes = models.PositiveBigIntegerField(default=0)
+    delta_bytes = models.PositiveBigIntegerField(default=0)
+    # The context's JSON size (runtime/config.json_size; 0: not known yet), kept so the payload
+    # limit is checked from the changed keys alone.
+    context_bytes = models.PositiveBigIntegerField(default=0)
 
     class Meta:
         ordering = ["-id"]
@@ -147,6 +161,22 @@ class WorkflowInstance(models.Model):
 
     def __str__(self) -> str:
         return f"instance {self.pk} ({self.status})"
+
+    @classmethod
+    def from_db(cls, db: str | None, field_names: Any, values: Any) -> WorkflowInstance:
+        """A loaded instance's `context` is rebuilt on first read (fields.CurrentContext): the column
+        read here is only the base of an instance without a snapshot, kept aside for that."""
+        instance: WorkflowInstance = super().from_db(db, field_names, values)
+        if "context" in instance.__dict__:
+            instance.__dict__["_context_column"] = instance.__dict__.pop("context")
+        return instance
+
+    def get_deferred_fields(self) -> set[str]:
+        # Not deferred, only rebuilt on first read: refresh_from_db copies it, save() writes it.
+        deferred: set[str] = super().get_deferred_fields()
+        if "_context_column" in self.__dict__:
+            deferred.discard("context")
+        return deferred
 
     def save(self, *args: Any, **kwargs: Any) -> None:
         if self.definition_id is None and self.version_id is not None:
@@ -244,7 +274,9 @@ class Event(models.Model):
 
 
 class Checkpoint(models.Model):
-    """The instance's state after a step, with a checksum; recovery takes the newest that verifies."""
+    """A snapshot: the instance's whole state at a seq, with a checksum. Written when the policy says
+    (runtime/snapshots.py), not every step; the state after it is this plus the StateDeltas after
+    its seq. Recovery takes the newest that verifies."""
 
     instance = models.ForeignKey(WorkflowInstance, on_delete=models.CASCADE, related_name="checkpoints")
     seq = models.PositiveIntegerField()  # the event seq it was taken at
@@ -262,6 +294,26 @@ class Checkpoint(models.Model):
 
     def verifies(self) -> bool:
         return self.checksum == self.checksum_of(self.state)
+
+
+class StateDelta(models.Model):
+    """What one transition changed in the context: {"set": {key: value}, "unset": [key, ...]}, at the
+    event seq the transition ended on, with a checksum over (seq, delta) so a damaged row is detected
+    (deltas.checksum_of)."""
+
+    instance = models.ForeignKey(WorkflowInstance, on_delete=models.CASCADE, related_name="deltas")
+    seq = models.PositiveIntegerField()
+    delta = models.JSONField()
+    checksum = models.CharField(max_length=64)
+    created_at = models.DateTimeField(default=timezone.now)
+
+    class Meta:
+        indexes = [models.Index(fields=["instance", "seq"], name="statedelta_instance_seq")]
+
+    def verifies(self) -> bool:
+        from workflows.engine.deltas import checksum_of
+
+        return self.checksum == checksum_of(self.seq, self.delta)
 
 
 class ReviewReason(models.TextChoices):

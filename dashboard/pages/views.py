@@ -8,7 +8,8 @@ from typing import Any
 from urllib.parse import urlencode
 
 from django.core.paginator import Paginator
-from django.db.models import Q, TextField
+from django.db.models import F, Q, TextField
+from django.db.models.fields.json import KeyTransform
 from django.db.models.functions import Cast
 from django.http import HttpRequest, HttpResponse, JsonResponse
 from django.shortcuts import get_object_or_404, render
@@ -18,7 +19,7 @@ from dashboard.security import permissions
 from dashboard.security.permissions import authorize
 from workflows.authoring import plans
 from workflows.engine.statuses import InstanceStatus
-from workflows.models import ReviewItem, WorkflowDefinition, WorkflowInstance, WorkflowVersion
+from workflows.models import Checkpoint, ReviewItem, StateDelta, WorkflowDefinition, WorkflowInstance, WorkflowVersion
 
 OPERATE_PERMISSION = permissions.OPERATE
 
@@ -263,7 +264,19 @@ def json_text_matches(query: str) -> Q:
     ids = (WorkflowInstance.objects.filter(pk__gt=newest - SEARCH_NEWEST)
            .annotate(input_text=Cast("input", TextField()), context_text=Cast("context", TextField()))
            .filter(text).values("pk"))
-    return Q(pk__in=ids)
+    # The context is the newest snapshot (or the creation value in the column) plus the deltas after
+    # it (docs/DESIGN.md "State: deltas and snapshots"); a value overwritten since may match too.
+    delta_text = Q()
+    snapshot_text = Q()
+    for form in forms:
+        delta_text |= Q(delta_text__icontains=form)
+        snapshot_text |= Q(state_text__icontains=form)
+    in_deltas = (StateDelta.objects.filter(instance_id__gt=newest - SEARCH_NEWEST)
+                 .annotate(delta_text=Cast("delta", TextField())).filter(delta_text).values("instance_id"))
+    in_snapshot = (Checkpoint.objects.filter(instance_id__gt=newest - SEARCH_NEWEST, seq=F("instance__snapshot_seq"))
+                   .annotate(state_text=Cast(KeyTransform("context", "state"), TextField())).filter(snapshot_text)
+                   .values("instance_id"))
+    return Q(pk__in=ids) | Q(pk__in=in_deltas) | Q(pk__in=in_snapshot)
 
 
 def instance_rows_json(request: HttpRequest) -> JsonResponse:

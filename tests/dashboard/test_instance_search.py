@@ -144,3 +144,23 @@ def test_the_halt_reason_filter_keeps_instances_whose_item_was_decided(client_fo
     html = client_for(*VIEWER).get("/instances/", {"reason": "ttl_expired"}).content.decode()
     listed = sorted(int(i) for i in re.findall(r'<td><a href="/instances/(\d+)/">', html))
     assert listed == sorted([halted.pk, answered.pk])
+
+
+def test_search_finds_what_a_transition_wrote_to_the_context(client_for: Callable[..., Client]) -> None:
+    """The context a step changes lives in its state delta and the snapshots, not the row's column
+    (docs/DESIGN.md "State: deltas and snapshots"): the search looks there too."""
+    from django.db import transaction
+    from django.utils import timezone
+
+    changed = started({"customer": "cy@example.com"})
+    untouched = started({"customer": "di@example.com"})
+    with transaction.atomic():
+        inst = runtime.lock(changed.pk)
+        unit = runtime.UnitOfWork(inst, runtime.graph_for_version(inst.version_id), timezone.now())
+        unit.set_instance(context={**inst.context, "note": "zebra-crossing-42"})
+        unit.event("instance_restored", by="test")
+        runtime.apply(unit)
+    assert WorkflowInstance.objects.get(pk=changed.pk).context["note"] == "zebra-crossing-42"
+    client = client_for(*VIEWER)
+    assert ids(client, "zebra-crossing") == [changed.pk]
+    assert untouched.pk not in ids(client, "zebra-crossing")

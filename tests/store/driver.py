@@ -14,7 +14,7 @@ from decimal import Decimal
 from typing import Any
 
 from workflows import runtime
-from workflows.models import Checkpoint, Event, ReviewItem, StepRun, WorkflowInstance, WorkflowVersion
+from workflows.models import Checkpoint, Event, ReviewItem, StateDelta, StepRun, WorkflowInstance, WorkflowVersion
 from workflows.operators import review
 from workflows.runtime import Claim, Outcome
 
@@ -236,6 +236,10 @@ def snapshot(instance_id: int, captured: Captured | None = None) -> dict[str, An
     for c in Checkpoint.objects.filter(instance_id=instance_id).order_by("seq", "id"):
         assert c.verifies(), f"checkpoint {c.seq} of instance {instance_id} does not verify"
         checkpoints.append({"seq": c.seq, "state": norm(c.state), "at": c.created_at})
+    deltas = []
+    for d in StateDelta.objects.filter(instance_id=instance_id).order_by("seq", "id"):
+        assert d.verifies(), f"state delta {d.seq} of instance {instance_id} does not verify"
+        deltas.append({"seq": d.seq, "delta": norm(d.delta), "at": d.created_at})
     reviews = [{
         "node": item.node_id, "reason": item.reason, "status": item.status, "details": norm(item.details),
         "step": label.get(item.step_id) if item.step_id else None, "decision": item.decision,
@@ -247,12 +251,14 @@ def snapshot(instance_id: int, captured: Captured | None = None) -> dict[str, An
         "open_steps": inst.open_steps, "event_seq": inst.event_seq, "halt_reason": inst.halt_reason,
         "error": norm(inst.error), "tokens": inst.tokens, "cost_usd": Decimal(inst.cost_usd),
         "budget_usd": inst.budget_usd, "updated_at": inst.updated_at, "finished_at": inst.finished_at,
-        "idempotency_key": inst.idempotency_key,
+        "idempotency_key": inst.idempotency_key, "context_seq": inst.context_seq,
+        "snapshot_seq": inst.snapshot_seq, "snapshot_bytes": inst.snapshot_bytes, "delta_bytes": inst.delta_bytes,
+        "context_bytes": inst.context_bytes,
         # Written by each store on start; the key is unique per definition.
         "definition_is_the_version's": inst.definition_id == inst.version.definition_id,
     }
     shot: dict[str, Any] = {"instance": instance, "steps": step_rows, "events": events,
-                            "checkpoints": checkpoints, "reviews": reviews}
+                            "checkpoints": checkpoints, "deltas": deltas, "reviews": reviews}
     if captured is not None:
         shot["jobs"] = [(label.get(step_id, step_id), queue) for step_id, queue in captured.dispatched
                         if step_id in label]

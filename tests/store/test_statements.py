@@ -83,6 +83,8 @@ PARAMS: dict[str, tuple[Callable[[Ids], tuple[Any, ...]], tuple[str, int]]] = {
     "INSERT_EVENT_OF_NEW_STEP": (lambda i: (i.instance, i.seq + 1, "test", "a", i.instance, "a", 1, "{}", "trace",
                                             i.now), ("rows", 1)),
     "INSERT_CHECKPOINT": (lambda i: (i.instance, i.seq + 1, '{"a": 1}', "0" * 64, i.now), ("rows", 1)),
+    "INSERT_DELTA": (lambda i: (i.instance, i.seq + 1, '{"set": {"a": 1}, "unset": []}', "0" * 64, i.now),
+                     ("rows", 1)),
     "CLOSE_REVIEWS": (lambda i: (i.now, i.instance), ("rows", 0)),
 }
 
@@ -97,8 +99,8 @@ def _new_step(i: Ids) -> tuple[Any, ...]:
 
 
 def _instance_values(i: Ids) -> tuple[Any, ...]:
-    return ("running", '{"c": 1}', '{"visits": {}}', 2, 10, i.deadline, 1, i.seq, "", None, 0, "0", None, i.now,
-            None)
+    return ("running", '{"visits": {}}', 2, 10, i.deadline, 1, i.seq, "", None, 0, "0", None, i.now,
+            None, i.seq, i.seq, 100, 0, 10)
 
 
 def test_every_statement_has_its_parameters_here() -> None:

@@ -91,9 +91,13 @@ def test_chain_runs_in_order_in_one_job_on_a_burst_worker(processes, redis_conn)
     assert all(s.attempt == 1 and s.status == "succeeded" for s in runs)
     assert [s.output["key"] for s in runs if s.node_type == "python"] == [
         f"{instance.pk}:{n}:1" for n in ("a", "b", "c")]
-    # One checkpoint per committed step (start, a, b, c), each holding the context as of that step.
+    # One state delta per committed step (a, b, c), each holding the key it changed as of that step,
+    # and one snapshot, at the end (docs/DESIGN.md "State: deltas and snapshots").
+    deltas = list(instance.deltas.order_by("seq"))
+    assert [d.delta["set"]["order"] for d in deltas] == [["a"], ["a", "b"], ["a", "b", "c"]]
+    assert all(d.verifies() for d in deltas)
     checkpoints = list(instance.checkpoints.order_by("seq"))
-    assert [c.state["context"]["order"] for c in checkpoints] == [[], ["a"], ["a", "b"], ["a", "b", "c"]]
+    assert [c.state["context"]["order"] for c in checkpoints] == [["a", "b", "c"]]
     assert all(c.verifies() for c in checkpoints)
     assert django_rq.get_queue("default").count == 0
 

@@ -17,7 +17,8 @@ from workflows import clock, runtime
 from workflows.engine import scheduling
 from workflows.engine.nodes import get_kind
 from workflows.engine.statuses import InstanceStatus, StepStatus
-from workflows.models import AuditEntry, Checkpoint, Event, StepRun, WorkflowInstance
+from workflows.models import AuditEntry, Event, StepRun, WorkflowInstance
+from workflows.store.state_reads import Rebuilt, creation_context_of, rebuild
 
 OPERATE_PERMISSION = "workflows.operate_workflowinstance"
 START_PERMISSION = "workflows.add_workflowinstance"
@@ -156,7 +157,7 @@ def retry_failed_step(instance_id: int, user: Any = None, *, step_id: int | None
 def rerun_from_node(instance_id: int, node_id: str, user: Any = None, *, note: str = "",
                     now: datetime | None = None) -> StepRun:
     """Run a finished instance again from one node: a new visit of the node with the context restored
-    from the checkpoint taken when its latest visit was activated. Joins downstream of the node count
+    as it was when its latest visit was activated (snapshot plus deltas). Joins downstream of the node count
     the branches that do not pass through it as they resolved the first time, keyed by the join slots
     the scheduler uses (scheduling.joins_for_rerun); steps cut short by the stop (and failed steps off
     the rerun path) run again too."""
@@ -197,7 +198,7 @@ def rerun_from_node(instance_id: int, node_id: str, user: Any = None, *, note: s
         tr.event("instance_rerun", node_id, None, status=InstanceStatus.RUNNING, by=_actor_name(user),
                  checkpoint_seq=checkpoint.seq, rerun=again, note=note)
         _reopen(tr)
-        tr.set_instance(context=checkpoint.state.get("context", inst.context), state=state, open_steps=0)
+        tr.set_instance(context=checkpoint.context, state=state, open_steps=0)
         runtime.activate(tr, [node_id, *again], after=node_id)
         _audit(inst, user, "rerun_from", before, note, now, node=node_id, checkpoint_seq=checkpoint.seq)
         runtime.apply(tr)
@@ -206,23 +207,17 @@ def rerun_from_node(instance_id: int, node_id: str, user: Any = None, *, note: s
     return new
 
 
-def _checkpoint_at_activation(inst: WorkflowInstance, step: StepRun) -> Checkpoint | None:
-    """The state as the step was activated: the checkpoint of the transaction that activated it (it
-    holds its predecessors' context updates, not its own), else the newest valid one before."""
-    activated = Event.objects.filter(instance=inst, step=step).order_by("seq").values_list("seq", "created_at").first()
-    if activated is None:
+def _checkpoint_at_activation(inst: WorkflowInstance, step: StepRun) -> Rebuilt | None:
+    """The context as the step was activated: after the transaction that activated it (which holds
+    its predecessors' context updates, not its own), rebuilt from the newest valid snapshot at or
+    before that seq and the deltas after it (store/state_reads.py)."""
+    activated_at = Event.objects.filter(instance=inst, step=step).order_by("seq").values_list("seq", flat=True)
+    seq = activated_at.first()
+    if seq is None:
         return None
-    seq, at = activated
-    # Only that transaction's checkpoint (a unit of work stamps its events and checkpoint with one time):
-    # a later one, when it is gone (pruned by retention) or corrupt, holds updates the node never saw.
-    after = Checkpoint.objects.filter(instance=inst, seq__gte=seq, created_at=at).order_by("seq")[:5]
-    for checkpoint in after:
-        if checkpoint.verifies():
-            return checkpoint
-    for checkpoint in Checkpoint.objects.filter(instance=inst, seq__lt=seq).order_by("-seq")[:20]:
-        if checkpoint.verifies():
-            return checkpoint
-    return None
+    found = rebuild(inst.pk, creation_context_of(inst), upto=seq)
+    found.seq = seq
+    return found
 
 
 def _failed_latest(inst: WorkflowInstance) -> list[str]:

@@ -13,7 +13,7 @@ from django.conf import settings
 from django.db.models import Count
 
 from workflows.engine.statuses import INSTANCE_ACTIVE
-from workflows.models import Checkpoint
+from workflows.models import Checkpoint, StateDelta
 
 
 def floor_seq(instance_id: int, keep: int) -> int | None:
@@ -43,4 +43,7 @@ def prune(batch: int, *, keep: int | None = None, dry_run: bool = False) -> int:
             continue
         older = Checkpoint.objects.filter(instance_id=instance_id, seq__lt=floor)
         pruned += older.count() if dry_run else older.delete()[0]
+        if not dry_run:
+            # The deltas the oldest kept snapshot already holds are never replayed again.
+            StateDelta.objects.filter(instance_id=instance_id, seq__lte=floor).delete()
     return pruned

@@ -21,13 +21,14 @@ import logging
 import time as clock
 from dataclasses import dataclass, field
 from datetime import date, datetime, timedelta
+from typing import Any
 
 from django.conf import settings
 from django.db import models, transaction
 from django.db.models import Count, Q
 
 from workflows.engine.statuses import INSTANCE_ACTIVE, INSTANCE_FINAL
-from workflows.models import ReviewItem, ReviewStatus, WorkflowInstance
+from workflows.models import Checkpoint, ReviewItem, ReviewStatus, WorkflowInstance
 from workflows.retention import rollup
 
 log = logging.getLogger("steadyflow.retention")
@@ -73,11 +74,28 @@ def history_models() -> list[tuple[type[models.Model], str]]:
     return ordered
 
 
+def kept_snapshots(ids: list[int]) -> list[int]:
+    """The one snapshot each instance keeps: its newest that verifies. The context lives in snapshots
+    and state deltas (docs/DESIGN.md, "State: deltas and snapshots"), and a run's end forces a
+    snapshot, so this one holds the final state the summary row shows."""
+    kept = []
+    for instance_id in ids:
+        for snapshot in Checkpoint.objects.filter(instance_id=instance_id).order_by("-seq")[:5]:
+            if snapshot.verifies():
+                kept.append(snapshot.pk)
+                break
+    return kept
+
+
+def history_rows(model: type[models.Model], fk: str, ids: list[int]) -> models.QuerySet[Any]:
+    rows = model._base_manager.filter(**{f"{fk}_id__in": ids})
+    return rows.exclude(pk__in=kept_snapshots(ids)) if model is Checkpoint else rows
+
+
 def has_history(ids: list[int]) -> set[int]:
     with_rows: set[int] = set()
     for model, fk in history_models():
-        with_rows.update(model._base_manager.filter(**{f"{fk}_id__in": ids}).order_by()
-                         .values_list(f"{fk}_id", flat=True).distinct())
+        with_rows.update(history_rows(model, fk, ids).order_by().values_list(f"{fk}_id", flat=True).distinct())
     return with_rows
 
 
@@ -85,7 +103,7 @@ def row_counts(ids: list[int]) -> dict[int, int]:
     """History rows per instance (over every history table)."""
     counts: dict[int, int] = dict.fromkeys(ids, 0)
     for model, fk in history_models():
-        for instance_id, n in (model._base_manager.filter(**{f"{fk}_id__in": ids}).order_by()
+        for instance_id, n in (history_rows(model, fk, ids).order_by()
                                .values_list(f"{fk}_id").annotate(n=Count("pk"))):
             counts[instance_id] += n
     return counts
@@ -168,7 +186,7 @@ def delete_history(ids: list[int], limit: datetime, *, dry_run: bool = False) ->
         if not eligible:
             return [], counts
         for model, fk in history_models():
-            rows = model._base_manager.filter(**{f"{fk}_id__in": eligible})
+            rows = history_rows(model, fk, eligible)
             if dry_run:
                 counts[model._meta.label_lower] = rows.count()
             else:

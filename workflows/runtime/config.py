@@ -97,8 +97,18 @@ def to_json(value: Any) -> str:
 def check_payload(what: str, value: Any) -> str:
     """Refuse a payload over STEADYFLOW_MAX_PAYLOAD_BYTES; returns its JSON so it is not serialised twice."""
     text = to_json(value)
-    limit = conf("MAX_PAYLOAD_BYTES")
-    if len(text) > limit:
-        raise PayloadTooLarge(f"{what} is {len(text)} bytes, over the limit of {limit} bytes "
-                              "(STEADYFLOW_MAX_PAYLOAD_BYTES)")
+    check_payload_size(what, len(text))
     return text
+
+
+def check_payload_size(what: str, size: int) -> None:
+    limit = conf("MAX_PAYLOAD_BYTES")
+    if size > limit:
+        raise PayloadTooLarge(f"{what} is {size} bytes, over the limit of {limit} bytes "
+                              "(STEADYFLOW_MAX_PAYLOAD_BYTES)")
+
+
+def json_size(context: dict[str, Any]) -> int:
+    """len(to_json(context)) for a non-empty dict, computed per key (an empty one measures 0):
+    each item costs its key's and value's JSON plus 4 (quotes are in the key's JSON; ": " and ", ")."""
+    return sum(len(to_json(key)) + len(to_json(value)) + 4 for key, value in context.items())

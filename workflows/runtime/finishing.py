@@ -1,8 +1,9 @@
 """Committing what a claimed step came to, and what follows from it; or giving the step back.
 
 Durability contract (docs/guarantees.md):
-- every transition commits its StepRun, Event(s) and Checkpoint in one transaction, with the
-  instance row locked (joins, counters and the event sequence must not race);
+- every transition commits its StepRun, Event(s) and state delta (a snapshot when due:
+  runtime/snapshots.py) in one transaction, with the instance row locked (joins, counters and
+  the event sequence must not race);
 - jobs are enqueued only after that commit, and carry only step ids;
 - an outcome commits only while the claim's lease token still holds, so a duplicate delivery or a
   zombie worker whose lease was taken over commits nothing.
@@ -27,7 +28,7 @@ from workflows.models import StepRun, WorkflowInstance
 from workflows.runtime import subflows, tool_calls
 from workflows.runtime.activation import budget_exceeded, fired_edges, may_run, release_throttled, resolve
 from workflows.runtime.compensation import compensate_next
-from workflows.runtime.config import check_payload, is_compensation
+from workflows.runtime.config import check_payload, check_payload_size, is_compensation
 from workflows.runtime.observe import step_fields
 from workflows.runtime.records import Claim, Outcome
 from workflows.runtime.redaction import redacted_input
@@ -191,13 +192,13 @@ def _succeed(uow: UnitOfWork, step: StepRun, claim: Claim, result: NodeResult, a
         compensate_next(uow, done=step)
         return None
     if result.context_updates:
-        new_context = {**inst.context, **result.context_updates}
+        size = uow.context_size_with(result.context_updates)
         try:
-            check_payload("context", new_context)
+            check_payload_size("context", size)
         except PayloadTooLarge as exc:
             fail_attempt(uow, step, claim, exc)
             return None
-        uow.set_instance(context=new_context)
+        uow.update_context({**inst.context, **result.context_updates}, result.context_updates, size)
     try:
         fired = fired_edges(uow, step.node_id, result.output)
     except ExpressionError as exc:

@@ -1,9 +1,10 @@
 """Starting instances: one, or many in one transaction with one round of enqueues after it.
 
 A start creates the instance, runs its start node (structural: it completes in the same
-transaction) and activates what follows, committing steps, events and a checkpoint together. A
-repeated idempotency key returns the instance the first request with it created on the same workflow
-definition (keys are unique per definition: the same key on another workflow starts that one).
+transaction) and activates what follows, committing steps and events together (the instance's
+context is the one it was created with: no snapshot until one is due). A repeated idempotency key
+returns the instance the first request with it created on the same workflow definition (keys are
+unique per definition: the same key on another workflow starts that one).
 """
 
 from __future__ import annotations

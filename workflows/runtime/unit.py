@@ -10,7 +10,9 @@ The runtime never writes instance, step, event or checkpoint rows itself. It loa
   the runtime read it, every status change checked against the step transition table;
 - events, numbered from the instance's `event_seq`;
 - review items to open, and whether open ones close;
-- a checksummed checkpoint of the instance's state (taken at write time, after every change);
+- the context keys the transition set or removed (its state delta), and whether a full,
+  checksummed snapshot of the state is due (runtime/snapshots.py decides: forced at halts, ends and
+  compensation, else every N events or once the deltas since the last one outweigh it);
 - post-commit effects: jobs to enqueue and events to publish.
 
 `Store.apply(unit)` writes it; the effects run only after COMMIT.
@@ -23,10 +25,13 @@ from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any
 
+from workflows.engine import deltas
 from workflows.engine.graph import Graph
 from workflows.engine.priorities import queue_name
 from workflows.engine.statuses import check_instance_transition, check_step_transition
 from workflows.models import ReviewItem, StepRun, WorkflowInstance
+from workflows.runtime import snapshots
+from workflows.runtime.config import json_size, to_json
 
 
 @dataclass
@@ -60,7 +65,13 @@ class UnitOfWork:
     close_reviews: bool = False
     instance_fields: set[str] = field(default_factory=lambda: {"event_seq", "updated_at"})
     enqueue: list[StepRun] = field(default_factory=list)
-    checkpoint: bool = True
+    # A full snapshot of the state: True forces one, False forbids one (a claim), None lets the
+    # policy decide at write time (snapshots.due).
+    checkpoint: bool | None = None
+    # The state delta: context keys set (their new values) and removed by this transition.
+    context_set: dict[str, Any] = field(default_factory=dict)
+    context_unset: set[str] = field(default_factory=set)
+    context_changed: bool = False
     tracked: dict[int, StepRun] = field(default_factory=dict)
     # JSON text already made for a value (by the payload size check), by id() of the value: a
     # store writes it instead of serialising the value again.
@@ -75,9 +86,12 @@ class UnitOfWork:
     # instance lock, never on the unlocked fast path (store/postgres.py).
     needs_lock: bool = False
 
+    loaded_status: str = ""
+
     def __post_init__(self) -> None:
         if self.loaded_seq < 0:
             self.loaded_seq = self.instance.event_seq
+        self.loaded_status = str(self.instance.status)
 
     # --- Recording ------------------------------------------------------------------------------
 
@@ -91,9 +105,45 @@ class UnitOfWork:
         if target is not None and target != self.instance.status:
             # The one transition table (engine/statuses.py) guards every status change.
             check_instance_transition(self.instance.status, target)
+        if "context" in values:
+            # A whole new context (an operator's edit, a restore, a rerun): its delta is the diff.
+            changed, removed = deltas.diff(self.instance.context, values["context"])
+            self._record_delta(changed, removed)
+            values = {**values, "context_bytes": json_size(values["context"])}
         for name, value in values.items():
             setattr(self.instance, name, value)
         self.instance_fields.update(values)
+
+    def context_size_with(self, updates: dict[str, Any]) -> int:
+        """The JSON size of the context with `updates` laid over it, from the instance's known size
+        and the changed keys only (never serialising the whole context: a step's cost must not grow
+        with it)."""
+        inst = self.instance
+        old = inst.context
+        size = int(inst.context_bytes) if inst.context_bytes or not old else json_size(old)
+        for key, value in updates.items():
+            if key in old:
+                size -= len(to_json(key)) + len(to_json(old[key])) + 4
+            size += len(to_json(key)) + len(to_json(value)) + 4
+        return size
+
+    def update_context(self, new_context: dict[str, Any], updates: dict[str, Any], size: int) -> None:
+        """A step's context updates: `new_context` is the old one with `updates` laid over it (a new
+        dict; the old one is never changed in place, others may share it), `size` its JSON size
+        (context_size_with)."""
+        self._record_delta(updates, ())
+        self.instance.context = new_context  # type: ignore[assignment]
+        self.instance.context_bytes = size
+        self.instance_fields.add("context_bytes")
+
+    def _record_delta(self, changed: dict[str, Any], removed: Any) -> None:
+        self.context_changed = True
+        for key in removed:
+            self.context_set.pop(key, None)
+            self.context_unset.add(key)
+        for key, value in changed.items():
+            self.context_unset.discard(key)
+            self.context_set[key] = value
 
     def add_step(self, step: StepRun) -> StepRun:
         self.new_steps.append(step)
@@ -139,6 +189,33 @@ class UnitOfWork:
         return known[1] if known is not None and known[0] is value else None
 
     # --- Reading back -----------------------------------------------------------------------------
+
+    def delta(self) -> dict[str, Any] | None:
+        """The state delta to write, or None when the context did not change."""
+        if not self.context_changed or not (self.context_set or self.context_unset):
+            return None
+        return deltas.make(self.context_set, self.context_unset)
+
+    def delta_seq(self) -> int:
+        """A delta's seq: the first event seq of its transition (docs/DESIGN.md)."""
+        return self.loaded_seq + 1
+
+    def snapshot_due(self, delta_bytes: int) -> bool:
+        return snapshots.due(self, delta_bytes)
+
+    def state_written(self, delta_bytes: int | None, snapshot_bytes: int | None) -> None:
+        """The bookkeeping of what the store writes: called by it once it has serialised the delta
+        (None: none) and the snapshot (None: none), before it writes the instance row."""
+        inst = self.instance
+        if delta_bytes is not None:
+            # Moves on every context change, so a cached context under an older seq is stale.
+            inst.context_seq = max(inst.event_seq, inst.context_seq + 1)
+            inst.delta_bytes += delta_bytes
+        if snapshot_bytes is not None:
+            inst.snapshot_seq = inst.event_seq
+            inst.snapshot_bytes = snapshot_bytes
+            inst.delta_bytes = 0
+        self.instance_fields.update(("context_seq", "snapshot_seq", "snapshot_bytes", "delta_bytes"))
 
     def checkpoint_state(self) -> dict[str, Any]:
         inst = self.instance

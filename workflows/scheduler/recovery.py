@@ -1,9 +1,11 @@
-"""Recovery from checkpoints.
+"""Recovery from snapshots and deltas (docs/DESIGN.md "State: deltas and snapshots").
 
-The instance row and its checkpoint are written in the same transaction, so normally they agree. When
-they do not (a row edited by hand, a restore from a backup, a disk error), the newest checkpoint whose
-checksum verifies is the state the instance continues from; corrupt ones are skipped and reported
-(an event and a log line each).
+An instance's context is its newest snapshot whose checksum verifies plus the verified deltas after
+it; every read of it (store/state_reads.py) already skips a corrupt snapshot for an older one and
+stops replaying at a corrupt delta. `restore_instance` makes that explicit for an operator (the
+`recover` command): it reports each corrupt row (an event and a log line each), sets the context to
+what the valid rows give and writes a fresh snapshot of it on top, so later reads start from there.
+The scheduler state, counters and status are the instance row's, written by every transition.
 """
 
 from __future__ import annotations
@@ -16,43 +18,43 @@ from django.db import transaction
 
 from workflows import clock, runtime
 from workflows.models import Checkpoint
+from workflows.store.state_reads import creation_context_of, newest_snapshot, rebuild
 
 log = logging.getLogger("steadyflow.recovery")
 
 
 @dataclass
 class Recovery:
-    checkpoint: Checkpoint | None
-    corrupt: list[int] = field(default_factory=list)  # seqs of checkpoints that failed their checksum
+    checkpoint: Checkpoint | None  # the snapshot the state was rebuilt from
+    corrupt: list[int] = field(default_factory=list)  # seqs of snapshots that failed their checksum
+    corrupt_delta: int | None = None  # seq of the first delta that failed its checksum
+    replayed: int = 0  # deltas applied on top of the snapshot
 
 
-def latest_valid_checkpoint(instance_id: int, *, limit: int = 200) -> Recovery:
-    corrupt: list[int] = []
-    for checkpoint in Checkpoint.objects.filter(instance_id=instance_id).order_by("-seq")[:limit]:
-        if checkpoint.verifies():
-            return Recovery(checkpoint, corrupt)
-        corrupt.append(checkpoint.seq)
-        log.error("instance %s: checkpoint at seq %s fails its checksum; skipped", instance_id, checkpoint.seq)
-    return Recovery(None, corrupt)
+def latest_valid_checkpoint(instance_id: int) -> Recovery:
+    snapshot, corrupt = newest_snapshot(instance_id)
+    return Recovery(snapshot, corrupt)
 
 
 def restore_instance(instance_id: int, actor: Any = None) -> Recovery:
-    """Put the instance's context and scheduler state back to its newest valid checkpoint."""
+    """Set the instance's context to its newest valid snapshot plus the valid deltas after it, and
+    snapshot that."""
     now = clock.now()
     with transaction.atomic():
         inst = runtime.lock(instance_id)
-        found = latest_valid_checkpoint(instance_id)
+        rebuilt = rebuild(instance_id, creation_context_of(inst))
+        found = Recovery(rebuilt.snapshot, rebuilt.corrupt_snapshots, rebuilt.corrupt_delta, rebuilt.replayed)
         tr = runtime.UnitOfWork(inst, runtime.graph_for_version(inst.version_id), now)
         for seq in found.corrupt:
             tr.event("checkpoint_corrupt", checkpoint_seq=seq)
-        if found.checkpoint is None:
-            tr.checkpoint = False
-            runtime.apply(tr)
-            return found
-        saved: dict[str, Any] = found.checkpoint.state
-        tr.set_instance(context=saved["context"], state=saved["state"], loop_count=saved["loop_count"],
-                        open_steps=saved["open_steps"])
-        tr.event("instance_restored", checkpoint_seq=found.checkpoint.seq,
+        if found.corrupt_delta is not None:
+            tr.event("checkpoint_corrupt", delta_seq=found.corrupt_delta)
+        # No snapshot verifies: the context the instance was created with is the base (the deltas
+        # from its start are kept while no snapshot supersedes them).
+        tr.set_instance(context=rebuilt.context)
+        tr.checkpoint = True
+        tr.event("instance_restored", checkpoint_seq=found.checkpoint.seq if found.checkpoint else 0,
+                 replayed=found.replayed,
                  by=actor.get_username() if getattr(actor, "pk", None) else "system")
         runtime.apply(tr)
     return found

@@ -4,6 +4,7 @@ write exactly the rows this one writes (tests/store/ compares them)."""
 
 from __future__ import annotations
 
+import hashlib
 import json
 from collections.abc import Callable, Iterable, Iterator
 from contextlib import AbstractContextManager
@@ -14,10 +15,12 @@ from typing import Any
 from django.db import transaction
 from django.db.models import Sum
 
+from workflows.engine import deltas
 from workflows.engine.statuses import StepStatus
-from workflows.models import Checkpoint, Event, ReviewItem, StepRun, WorkflowInstance
+from workflows.models import Checkpoint, Event, ReviewItem, StateDelta, StepRun, WorkflowInstance, canonical_json
 from workflows.runtime import observe
 from workflows.runtime.unit import UnitOfWork
+from workflows.store import context_cache
 from workflows.triggers import notifications
 
 
@@ -217,16 +220,26 @@ class OrmStore:
         for item in unit.new_reviews:
             item.save(force_insert=True)
         inst.updated_at = unit.now
+        delta = unit.delta()
+        delta_text = deltas.canonical_text(delta) if delta is not None else None
+        state = unit.checkpoint_state() if unit.snapshot_due(len(delta_text) if delta_text else 0) else None
+        state_text = canonical_json(state) if state is not None else None
+        unit.state_written(len(delta_text) if delta_text is not None else None,
+                           len(state_text) if state_text is not None else None)
+        # The context itself is never written to the row: its delta and snapshot carry it.
         WorkflowInstance.objects.filter(pk=inst.pk).update(
-            **{name: getattr(inst, name) for name in sorted(unit.instance_fields)})
+            **{name: getattr(inst, name) for name in sorted(unit.instance_fields - {"context"})})
         events = [Event(instance_id=inst.pk, seq=e.seq, type=e.type, node_id=e.node_id, step=e.step,
                         payload=unit.event_payload(e), trace_id=inst.trace_id, created_at=unit.now)
                   for e in unit.events]
         Event.objects.bulk_create(events)
-        if unit.checkpoint:
-            state = unit.checkpoint_state()
+        if delta is not None and delta_text is not None:
+            seq = unit.delta_seq()
+            StateDelta.objects.create(instance_id=inst.pk, seq=seq, delta=delta,
+                                      checksum=deltas.checksum_text(seq, delta_text), created_at=unit.now)
+        if state is not None and state_text is not None:
             Checkpoint.objects.create(instance_id=inst.pk, seq=inst.event_seq, state=state,
-                                      checksum=Checkpoint.checksum_of(state), created_at=unit.now)
+                                      checksum=hashlib.sha256(state_text).hexdigest(), created_at=unit.now)
         if effects:
             self.after_commit(unit)
 
@@ -245,7 +258,18 @@ class OrmStore:
             if not updated:
                 raise StaleWrite(f"step {change.step.pk} is no longer {change.expect_status}")
 
+    def remember_context(self, unit: UnitOfWork) -> None:
+        """After COMMIT, keep the instance's context in this process's cache under its context_seq
+        (store/context_cache.py): continuing the instance then skips reading it back."""
+        inst = unit.instance
+        context = inst.__dict__.get("context")
+        if context is None or inst.pk is None:
+            return
+        key = (inst.pk, int(inst.context_seq), max(256, int(inst.snapshot_bytes) + int(inst.delta_bytes)))
+        self.on_commit(lambda: context_cache.put(*key, context))
+
     def after_commit(self, unit: UnitOfWork) -> None:
+        self.remember_context(unit)
         if observe.observers:
             self.on_commit(lambda: observe.committed(unit))
         jobs = unit.jobs()
@@ -290,6 +314,7 @@ class OrmStore:
 
         self.on_commit(effects)
         for unit in units:
+            self.remember_context(unit)
             notifications.after_commit_notices(unit, self.on_commit)
         self.run_effects([effect for unit in units for effect in unit.effects])
 

@@ -4,8 +4,9 @@ items) stay on the ORM it inherits from the reference store.
 
 A finished step costs two round trips on PostgreSQL besides BEGIN/COMMIT: the lock (instance row
 and the step's lease in one SELECT) and one pipeline carrying every write of the unit — step
-updates and inserts, the instance, its events and the checkpoint. Each output and the context are
-serialised once: for the size check, the write and the checkpoint's checksum.
+updates and inserts, the instance (without its context), its events, its state delta and, when the
+policy says so (runtime/snapshots.py), a snapshot. Each output is serialised once: for the size
+check and the write; the delta and the snapshot once each, for the write and their checksums.
 """
 
 from __future__ import annotations
@@ -18,6 +19,7 @@ from typing import Any
 
 from django.db import connection
 
+from workflows.engine import deltas
 from workflows.models import StepRun, WorkflowInstance
 from workflows.runtime.unit import UnitOfWork
 from workflows.store import statements as sql
@@ -201,12 +203,19 @@ class SqlStore(OrmStore):
         and how many of them, after the first, are its step writes (checked once they ran)."""
         inst = unit.instance
         inst.updated_at = unit.now
-        context_json = canonical(inst.context)
         state_json = canonical(inst.state)
+        delta = unit.delta()
+        delta_text = canonical(delta) if delta is not None else None
+        snapshot = None
+        if unit.snapshot_due(len(delta_text) if delta_text is not None else 0):
+            snapshot = self._checkpoint_text(unit, canonical(inst.context), state_json)
+        unit.state_written(len(delta_text) if delta_text is not None else None,
+                           len(snapshot) if snapshot is not None else None)
         batch: list[tuple[str, Sequence[Any]]] = [(self.update_instance, (
-            inst.status, context_json, state_json, inst.loop_count, inst.max_transitions, self.ts(inst.deadline),
+            inst.status, state_json, inst.loop_count, inst.max_transitions, self.ts(inst.deadline),
             inst.open_steps, inst.event_seq, inst.halt_reason, self._json(unit, inst.error), inst.tokens,
-            inst.cost_usd, inst.budget_usd, self.ts(inst.updated_at), self.ts(inst.finished_at), inst.pk,
+            inst.cost_usd, inst.budget_usd, self.ts(inst.updated_at), self.ts(inst.finished_at),
+            inst.context_seq, inst.snapshot_seq, inst.snapshot_bytes, inst.delta_bytes, inst.context_bytes, inst.pk,
             *self.instance_guard(unit)))]
         steps = self._step_batch(unit)
         batch += steps
@@ -222,10 +231,12 @@ class SqlStore(OrmStore):
             else:
                 batch.append((sql.INSERT_EVENT, (inst.pk, event.seq, event.type, event.node_id,
                                                  step.pk if step is not None else None, payload, inst.trace_id, now)))
-        if unit.checkpoint:
-            text = self._checkpoint_text(unit, context_json, state_json)
-            batch.append((sql.INSERT_CHECKPOINT, (inst.pk, inst.event_seq, text,
-                                                  hashlib.sha256(text.encode()).hexdigest(), now)))
+        if delta_text is not None:
+            seq = unit.delta_seq()
+            batch.append((sql.INSERT_DELTA, (inst.pk, seq, delta_text, deltas.checksum_text(seq, delta_text), now)))
+        if snapshot is not None:
+            batch.append((sql.INSERT_CHECKPOINT, (inst.pk, inst.event_seq, snapshot,
+                                                  hashlib.sha256(snapshot.encode()).hexdigest(), now)))
         return batch, len(steps)
 
     def apply_many(self, units: list[UnitOfWork]) -> None:

@@ -12,13 +12,15 @@ INSTANCE = "workflows_workflowinstance"
 STEP = "workflows_steprun"
 EVENT = "workflows_event"
 CHECKPOINT = "workflows_checkpoint"
+DELTA = "workflows_statedelta"
 REVIEW = "workflows_reviewitem"
 
 INSTANCE_COLUMNS = (
     "id", "version_id", "status", "input", "context", "state", "loop_count", "max_transitions", "deadline",
     "open_steps", "event_seq", "trace_id", "idempotency_key", "halt_reason", "error", "tokens", "cost_usd",
     "budget_usd", "created_by_id", "created_at", "updated_at", "finished_at", "definition_id", "parent_step_id",
-    "priority",
+    "priority", "context_seq", "snapshot_seq", "snapshot_bytes", "delta_bytes",
+    "context_bytes",
 )
 STEP_COLUMNS = (
     "id", "instance_id", "node_id", "node_type", "visit", "attempt", "status", "queue", "input", "output",
@@ -166,14 +168,16 @@ INSERT_STEP = (
 """A new step. Params: the columns of STEP_COLUMNS after id, in order."""
 
 UPDATE_INSTANCE = (
-    f"UPDATE {INSTANCE} SET status = %s, context = %s::jsonb, state = %s::jsonb, loop_count = %s, "
+    f"UPDATE {INSTANCE} SET status = %s, state = %s::jsonb, loop_count = %s, "
     f"max_transitions = %s, deadline = %s, open_steps = %s, event_seq = %s, halt_reason = %s, "
-    f"error = %s::jsonb, tokens = %s, cost_usd = %s, budget_usd = %s, updated_at = %s, finished_at = %s "
+    f"error = %s::jsonb, tokens = %s, cost_usd = %s, budget_usd = %s, updated_at = %s, finished_at = %s, "
+    f"context_seq = %s, snapshot_seq = %s, snapshot_bytes = %s, delta_bytes = %s, context_bytes = %s "
     f"WHERE id = %s"
 )
-"""The instance as the transition left it. Params: status, context, state, loop count, max
-transitions, deadline, open steps, event seq, halt reason, error, tokens, cost, budget, updated at,
-finished at, instance id."""
+"""The instance as the transition left it, without its context (a delta and a snapshot carry that).
+Params: status, state, loop count, max transitions, deadline, open steps, event seq, halt reason,
+error, tokens, cost, budget, updated at, finished at, context seq, snapshot seq, snapshot bytes,
+delta bytes, context bytes, instance id."""
 
 PG_UPDATE_INSTANCE = guarded(UPDATE_INSTANCE + " AND event_seq = %s")
 """UPDATE_INSTANCE, failing unless the instance is still at the event seq the runtime read: first in
@@ -199,6 +203,11 @@ INSERT_CHECKPOINT = (
     f"INSERT INTO {CHECKPOINT} (instance_id, seq, state, checksum, created_at) VALUES (%s, %s, %s::jsonb, %s, %s)"
 )
 """Params: instance id, seq, state, checksum, created at."""
+
+INSERT_DELTA = (
+    f"INSERT INTO {DELTA} (instance_id, seq, delta, checksum, created_at) VALUES (%s, %s, %s::jsonb, %s, %s)"
+)
+"""A transition's state delta. Params: instance id, seq, delta, checksum, created at."""
 
 CLOSE_REVIEWS = f"UPDATE {REVIEW} SET status = 'closed', decided_at = %s WHERE instance_id = %s AND status = 'open'"
 """Nothing is left to decide on an instance that ended. Params: now, instance id."""
