@@ -31,6 +31,7 @@ from workflows.models import (
     DailyRollup,
     Event,
     ReviewItem,
+    StateDelta,
     StepRun,
     WorkflowInstance,
 )
@@ -90,6 +91,11 @@ def age(inst: WorkflowInstance, days_ago: float) -> None:
     Checkpoint.objects.filter(instance=inst).update(created_at=F("created_at") - shift)
 
 
+# What retention leaves of a finished run's history: no steps, no events, its newest snapshot (the final
+# state the summary row shows: docs/DESIGN.md, "State: deltas and snapshots").
+GONE = (0, 0, 1)
+
+
 def history_rows(inst: WorkflowInstance) -> tuple[int, int, int]:
     return (StepRun.objects.filter(instance=inst).count(), Event.objects.filter(instance=inst).count(),
             Checkpoint.objects.filter(instance=inst).count())
@@ -114,19 +120,21 @@ def test_history_past_retention_goes_and_the_instance_row_stays(store: str) -> N
     outcomes = run_all(timezone.now())
     assert sorted(pk for o in outcomes for pk in o.instances) == sorted(i.pk for i in old)
     for inst in old:
-        assert history_rows(inst) == (0, 0, 0)
+        # Steps and events go; the newest snapshot stays: it holds the final state the summary shows.
+        assert history_rows(inst) == GONE
         row = WorkflowInstance.objects.get(pk=inst.pk)  # the summary stays: status, final context, times
         assert (row.status, row.context, row.finished_at) == before[inst.pk]
     assert history_rows(recent) == kept_rows
     rows = {label: n for o in outcomes for label, n in o.rows.items()}
-    assert set(rows) == {"workflows.steprun", "workflows.event", "workflows.checkpoint"}
+    assert {"workflows.steprun", "workflows.event"} <= set(rows) <= {
+        "workflows.steprun", "workflows.event", "workflows.checkpoint", "workflows.statedelta"}
     assert DailyRollup.objects.filter(definition__isnull=True).count() == 3  # every finished day, kept or not
     assert run_all(timezone.now())[0].instances == []
 
 
 def test_history_tables_are_found_from_the_foreign_keys(store: str) -> None:
     found = {model._meta.label_lower for model, _ in history.history_models()}
-    assert found == {"workflows.steprun", "workflows.event", "workflows.checkpoint"}
+    assert found == {"workflows.steprun", "workflows.event", "workflows.checkpoint", "workflows.statedelta"}
     order = [model._meta.label_lower for model, _ in history.history_models()]
     assert order.index("workflows.event") < order.index("workflows.steprun")  # events name steps
 
@@ -173,7 +181,7 @@ def test_the_scheduler_looks_again_at_an_instance_an_open_review_kept(store: str
     ReviewItem.objects.filter(pk=review.pk).update(status="approved")
     later = now + retention.IDLE_EVERY
     assert reconciler.tick(later).history_purged == 1
-    assert history_rows(inst) == (0, 0, 0)
+    assert history_rows(inst) == GONE
     review.refresh_from_db()  # reviews and audit entries stay, the step link cleared
     assert review.step_id is None and AuditEntry.objects.filter(instance=inst).count() == 1
     assert reconciler.tick(later + timedelta(seconds=1)).history_purged == 0  # idle until IDLE_EVERY
@@ -199,7 +207,7 @@ def test_batches_are_small_and_the_walk_goes_on(store: str) -> None:
         if not outcome.more:
             break
     assert sizes[:3] == [2, 2, 1] and sum(sizes) == 5
-    assert all(history_rows(i) == (0, 0, 0) for i in old)
+    assert all(history_rows(i) == GONE for i in old)
 
 
 def test_the_charts_figures_are_the_same_before_and_after_the_history_goes(store: str) -> None:
@@ -213,7 +221,7 @@ def test_the_charts_figures_are_the_same_before_and_after_the_history_goes(store
     assert sum(d["steps_ok"] + d["steps_failed"] for d in before_all) > 0
     assert DailyRollup.objects.count() == 0  # computed live from the history so far
     run_all(now)
-    assert history_rows(insts[0]) == (0, 0, 0) and history_rows(insts[3])[0] > 0
+    assert history_rows(insts[0]) == GONE and history_rows(insts[3])[0] > 0
     assert rollup.daily_series(now, 60) == before_all
     assert rollup.daily_series(now, 60, definition_id) == before_one
     day = next(d for d in before_all if d["tokens"] == 100)
@@ -230,7 +238,7 @@ def test_a_dry_run_counts_and_changes_nothing(store: str) -> None:
     assert history_rows(inst) == rows and DailyRollup.objects.count() == 0
     out = StringIO()
     call_command("retention", "--batch", "1", stdout=out)
-    assert "deleted the history of 1 instance(s)" in out.getvalue() and history_rows(inst) == (0, 0, 0)
+    assert "deleted the history of 1 instance(s)" in out.getvalue() and history_rows(inst) == GONE
 
 
 def test_active_instances_keep_their_newest_checkpoints_that_verify(store: str) -> None:
@@ -265,7 +273,7 @@ def test_the_daily_chart_api_reads_the_same_figures_and_refuses_bad_input(store:
     before = client.get("/api/dashboard/daily?days=60&workflow=api-charted").json()
     assert sum(d["tokens"] for d in before["days"]) == 9 and before["rolled_up_through"] is None
     run_all(timezone.now())
-    assert history_rows(inst) == (0, 0, 0)
+    assert history_rows(inst) == GONE
     cache.clear()
     after = client.get("/api/dashboard/daily?days=60&workflow=api-charted").json()
     assert after["days"] == before["days"] and after["rolled_up_through"] is not None
@@ -278,7 +286,9 @@ def test_the_daily_chart_api_reads_the_same_figures_and_refuses_bad_input(store:
 def test_a_transaction_holds_a_bounded_number_of_rows_and_the_budget_is_kept(store: str, monkeypatch: Any) -> None:
     old = [finished(40, steps=3) for _ in range(4)]
     rows = history.row_counts([i.pk for i in old])
-    assert all(n == sum(history_rows(i)) for i, n in zip(old, rows.values(), strict=True))
+    # Every history row but the snapshot kept, state deltas included.
+    assert all(n == sum(history_rows(i)) - 1 + StateDelta.objects.filter(instance=i).count()
+               for i, n in zip(old, rows.values(), strict=True))
     monkeypatch.setattr(history, "ROWS_PER_TRANSACTION", rows[old[0].pk] * 2)
     assert [len(g) for g in history.transactions([i.pk for i in old])] == [2, 2]
     # No time left: one transaction, the rest on the next run (first thing), nothing lost.
@@ -286,7 +296,7 @@ def test_a_transaction_holds_a_bounded_number_of_rows_and_the_budget_is_kept(sto
     first = retention.run_once(timezone.now(), budget_s=0.0, cursor=cursor)
     assert len(first.instances) == 2 and first.more and cursor.skipped
     second = retention.run_once(timezone.now(), budget_s=10.0, cursor=cursor)
-    assert len(second.instances) == 2 and all(history_rows(i) == (0, 0, 0) for i in old)
+    assert len(second.instances) == 2 and all(history_rows(i) == GONE for i in old)
 
 
 def test_a_rerun_never_restores_a_later_state_when_the_activation_checkpoint_was_pruned(store: str) -> None:
