@@ -62,6 +62,7 @@ def test_the_waiting_steps_of_a_batch_keep_their_leases(make_version, monkeypatc
     settings.STEADYFLOW = {**settings.STEADYFLOW, "STORE": store, "LEASE_S": LEASE_S}
     clock = Clock()
     monkeypatch.setattr("django.utils.timezone.now", clock)
+    monkeypatch.setattr("workflows.clock.now", clock)  # the database clock stands still with it
     jobs: list[tuple[int, str]] = []
     monkeypatch.setattr(dispatch, "enqueue_steps", lambda items, **options: jobs.extend(items) or len(items))
     keeper = ManualKeeper()

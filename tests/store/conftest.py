@@ -30,8 +30,12 @@ def clock(monkeypatch: pytest.MonkeyPatch) -> Clock:
     """timezone.now() stands still until the driver ticks it."""
     from django.utils import timezone
 
+    from workflows import clock as shared_clock
+
     frozen = Clock()
     monkeypatch.setattr(timezone, "now", frozen)
+    # The database's clock (workflows/clock.py) would add its offset to the frozen time: it stands still too.
+    monkeypatch.setattr(shared_clock, "now", frozen)
     return frozen
 
 
