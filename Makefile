@@ -32,10 +32,11 @@ marks = $(if $(strip $(SELECT)),$(1) and ($(SELECT)),$(1))
 tier = { $(PY) -m pytest $(TESTS) -m "$(call marks,$(1))" --durations=25 $(2) $(PYTEST_ARGS) || [ $$? -eq 5 ]; }
 PARALLEL = -n $(PYTEST_WORKERS) --dist load
 
-## The whole suite, both tiers (starts a private Redis when REDIS_URL is unset), then the JavaScript unit tests.
+## The whole suite, both tiers (starts a private Redis when REDIS_URL is unset), then the JavaScript unit tests
+## (not when TESTS names a part of the suite).
 test: install
 	$(PY) scripts/devrun.py with-redis -- sh -c '$(call tier,not serial,$(PARALLEL)) && $(call tier,serial)'
-	@$(MAKE) --no-print-directory test-js
+	@$(if $(strip $(TESTS)),,$(MAKE) --no-print-directory test-js)
 
 ## The edit loop (< 2 minutes): the in-process tier, in parallel, on SQLite (the private Redis unless REDIS_URL is set).
 test-quick: install
