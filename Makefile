@@ -4,7 +4,7 @@ VENV := .venv
 PY := $(VENV)/bin/python
 STAMP := $(VENV)/.installed-$(shell cksum pyproject.toml | cut -d' ' -f1)
 
-.PHONY: run test test-js test-engine test-inprocess bench lint vendor install clean
+.PHONY: run test test-quick test-js test-engine test-inprocess bench lint vendor install clean
 
 install: $(STAMP)
 
@@ -19,23 +19,43 @@ $(STAMP): pyproject.toml
 run: install
 	$(PY) scripts/devrun.py run
 
-## The whole suite (starts a private Redis when REDIS_URL is unset), then the JavaScript unit tests.
+# The suite runs in two tiers (tests/conftest.py marks the second): the in-process tier in parallel, on
+# PYTEST_WORKERS pytest-xdist workers (each with its own test database and Redis database, tests/settings.py),
+# then the `serial` tier (real worker, scheduler and daphne processes, the browser, fault injection, the dev
+# runner), one test at a time. The second runs only when the first passed. Each prints its 25 slowest tests.
+# TESTS narrows the paths, SELECT adds a marker expression, PYTEST_ARGS passes anything else to pytest; a tier
+# they leave empty passes (pytest's exit code 5, "no tests collected").
+PYTEST_WORKERS ?= 2
+TESTS ?=
+SELECT ?=
+marks = $(if $(strip $(SELECT)),$(1) and ($(SELECT)),$(1))
+tier = { $(PY) -m pytest $(TESTS) -m "$(call marks,$(1))" --durations=25 $(2) $(PYTEST_ARGS) || [ $$? -eq 5 ]; }
+PARALLEL = -n $(PYTEST_WORKERS) --dist load
+
+## The whole suite, both tiers (starts a private Redis when REDIS_URL is unset), then the JavaScript unit tests
+## (not when TESTS names a part of the suite).
 test: install
-	$(PY) scripts/devrun.py with-redis -- $(PY) -m pytest $(PYTEST_ARGS)
-	@$(MAKE) --no-print-directory test-js
+	$(PY) scripts/devrun.py with-redis -- sh -c '$(call tier,not serial,$(PARALLEL)) && $(call tier,serial)'
+	@$(if $(strip $(TESTS)),,$(MAKE) --no-print-directory test-js)
+
+## The edit loop (< 2 minutes): the in-process tier, in parallel, on SQLite (the private Redis unless REDIS_URL is set).
+test-quick: install
+	env -u DATABASE_URL $(PY) scripts/devrun.py with-redis -- sh -c '$(call tier,not serial,$(PARALLEL))'
 
 ## The JavaScript unit tests: tests/js/*.test.mjs import the real modules of static/js (node --test).
 test-js: install
 	@if command -v node >/dev/null 2>&1; then node --test tests/js/; \
 	else echo "SKIPPED the JavaScript unit tests (tests/js): node is not installed (apt-get install nodejs)"; fi
 
-## The engine suite only (engine, runtime and stores in process, workflows on real workers; no browser).
+## The engine suite only (engine, runtime and stores in process, workflows on real workers; no browser), both tiers.
+test-engine: TESTS = tests/engine tests/runtime tests/store tests/workflows
 test-engine: install
-	$(PY) scripts/devrun.py with-redis -- $(PY) -m pytest tests/engine tests/runtime tests/store tests/workflows $(PYTEST_ARGS)
+	$(PY) scripts/devrun.py with-redis -- sh -c '$(call tier,not serial,$(PARALLEL)) && $(call tier,serial)'
 
-## The in-process layers only (engine, runtime, stores: no worker processes, no browser): CI's ORM-store pass.
+## The in-process layers only (engine, runtime, stores: no worker processes, no browser), in parallel.
+test-inprocess: TESTS = tests/engine tests/runtime tests/store
 test-inprocess: install
-	$(PY) scripts/devrun.py with-redis -- $(PY) -m pytest tests/engine tests/runtime tests/store $(PYTEST_ARGS)
+	$(PY) scripts/devrun.py with-redis -- sh -c '$(call tier,not serial,$(PARALLEL))'
 
 ## Benchmarks: one JSON line per workload on stdout (each run makes its own database and Redis).
 bench: install

@@ -94,6 +94,20 @@ def _helper_thread_closed() -> Iterator[None]:
     db_threads.shutdown_helpers()
 
 
+@pytest.fixture(autouse=True)
+def _no_shared_rows_open(request: Any) -> None:
+    """A transactional test commits; inside a module's shared-rows transaction (tests/support/shared_rows.py)
+    its commits would reach no other connection (workers, daphne, the channels' threads) and its flush
+    would be rolled back. Refused with the reason, rather than failing somewhere downstream."""
+    if not {"transactional_db", "live_server"} & set(request.fixturenames):
+        return
+    from django.db import connections
+
+    open_in = [alias for alias in connections if connections[alias].in_atomic_block]
+    assert not open_in, (f"{request.node.nodeid} is transactional but a module's shared rows are still open "
+                         f"(a transaction on {open_in}): move it to a module of its own, or run with --dist load")
+
+
 @pytest.fixture
 def redis_conn() -> Iterator[Any]:
     """The real Redis the queues use, emptied before the test (queues and live groups only)."""
@@ -169,6 +183,31 @@ def processes(worker_env: dict[str, str], tmp_path: Path, request: Any) -> Itera
     procs.stop()
     if getattr(request.node, "rep_call", None) is not None and request.node.rep_call.failed:
         print(procs.logs())
+
+
+# --- The two tiers (Makefile: `make test` runs them in sequence) -------------------------------------
+# The in-process tier runs in parallel (pytest-xdist: a test database and a Redis database per worker,
+# tests/settings.py). The `serial` tier is every test that starts real processes or binds a browser to a
+# live server: worker, scheduler and daphne processes, Playwright's chromium, the fault-injection harness,
+# the dev runner and the image build. Those are slow for what they wait on, not for CPU, and compete for the
+# same two cores with anything run beside them, so they run after the in-process tier, one at a time.
+SERIAL_FIXTURES = frozenset({"processes", "worker_env", "live_server", "browser", "page", "daphne_server",
+                             "daphne_page", "private_redis"})
+SERIAL_DIRS = ("e2e", "faults", "scripts", "bench")
+# Fixtures that choose the store for the test themselves (tests/store/conftest.py): such a test runs the
+# same code whatever STEADYFLOW_STORE says, so CI's ORM-store pass (.ci/run) leaves it out.
+STORE_PINNING_FIXTURES = frozenset({"store_name", "use_store"})
+
+
+def pytest_collection_modifyitems(config: Any, items: list[Any]) -> None:
+    tests_dir = Path(__file__).resolve().parent
+    for item in items:
+        fixtures = set(getattr(item, "fixturenames", ()))
+        relative = Path(str(item.path)).resolve().relative_to(tests_dir)
+        if fixtures & SERIAL_FIXTURES or relative.parts[0] in SERIAL_DIRS:
+            item.add_marker(pytest.mark.serial)
+        if fixtures & STORE_PINNING_FIXTURES:
+            item.add_marker(pytest.mark.store_pinned)
 
 
 @pytest.hookimpl(hookwrapper=True)

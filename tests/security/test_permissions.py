@@ -13,13 +13,12 @@ from __future__ import annotations
 
 import json
 import re
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from datetime import timedelta
 from typing import Any
 
 import pytest
-from channels.testing import WebsocketCommunicator
 from django.apps import apps
 from django.contrib import admin
 from django.contrib.auth.models import Group, User
@@ -27,9 +26,8 @@ from django.test import Client
 from django.urls import URLPattern, URLResolver, get_resolver, reverse
 from django.utils import timezone
 
-from dashboard.live.consumers import CLOSE_FORBIDDEN, CLOSE_UNAUTHENTICATED
 from dashboard.routing import websocket_urlpatterns
-from tests.dashboard.sockets import ORIGIN, run, session_headers
+from tests.support.shared_rows import built_once
 from workflows import runtime
 from workflows.authoring.definitions import save_version
 from workflows.models import BreakerState, Credential, LLMCacheEntry, ReviewItem, WorkflowInstance
@@ -58,7 +56,7 @@ HALTING = {
 }
 
 
-def users(db: None) -> dict[str, User | None]:
+def users(db: None) -> dict[str, User | None]:  # also tests/security/test_socket_permissions.py
     groups = ensure_roles()
     finance = Group.objects.get_or_create(name="finance")[0]  # no permissions: membership only
 
@@ -80,7 +78,7 @@ def users(db: None) -> dict[str, User | None]:
 
 @dataclass
 class World:
-    """What every cell acts on, made afresh for each cell."""
+    """What every cell acts on: the same rows for every test of this module (built once), read afresh."""
 
     users: dict[str, User | None]
     task: WorkflowInstance  # waiting on a human task for `finance`, started by the superuser
@@ -97,9 +95,20 @@ class World:
         return client
 
 
-@pytest.fixture
-def world(db: None) -> World:
-    people = users(db)
+@dataclass(frozen=True)
+class WorldRows:
+    """The primary keys of the world's rows."""
+
+    users: dict[str, int | None]
+    task: int
+    mine: int
+    halted: int
+    breaker: int
+    ids: dict[str, int]
+
+
+def build_world() -> WorldRows:
+    people = users(None)
     version = save_version(SLUG, GRAPH)
     task = runtime.start_instance(version, {}, user=people["superuser"])
     mine = runtime.start_instance(version, {}, user=people["designer"])
@@ -114,12 +123,32 @@ def world(db: None) -> World:
     from dashboard.security import tokens
 
     viewer_token = tokens.issue(people["viewer"], "viewer's", ["read"]).token
-    return World(people, task, mine, halted, breaker, ids={
+    return WorldRows({role: user.pk if user is not None else None for role, user in people.items()},
+                     task.pk, mine.pk, halted.pk, breaker.pk, ids={
         "token": viewer_token.pk,
         "task_item": ReviewItem.objects.get(instance=task, status="open").pk,
         "halt_item": ReviewItem.objects.get(instance=halted, status="open").pk,
         "cache_entry": cached.pk,
     })
+
+
+@pytest.fixture(scope="module")
+def world_rows(django_db_setup: None, django_db_blocker: Any) -> Iterator[WorldRows]:
+    """Built once for the module, in a transaction rolled back at its end; each test runs in a savepoint
+    inside it, rolled back after the test (tests/support/shared_rows.py). Building it for each of the ~940
+    cells took most of this module's time."""
+    yield from built_once(django_db_blocker, build_world)
+
+
+@pytest.fixture
+def world(db: None, world_rows: WorldRows) -> World:
+    """The world's rows as this test starts (as built: the previous test's changes were rolled back), as
+    fresh objects: no permission cache or changed field carries over from another test."""
+    found = User.objects.in_bulk([pk for pk in world_rows.users.values() if pk is not None])
+    people = {role: found[pk] if pk is not None else None for role, pk in world_rows.users.items()}
+    instances = WorkflowInstance.objects.in_bulk([world_rows.task, world_rows.mine, world_rows.halted])
+    return World(people, instances[world_rows.task], instances[world_rows.mine], instances[world_rows.halted],
+                 BreakerState.objects.get(pk=world_rows.breaker), ids=dict(world_rows.ids))
 
 
 # --- The matrix ---------------------------------------------------------------------------------
@@ -290,8 +319,9 @@ MATRIX: dict[str, list[Action]] = {
     "api-docs": [Action("GET", lambda w: "/api/docs", row(302, 302, 302, 302, 302, 302, 302))],
     # Everyone logged in manages their own tokens (what a token may do is bounded by its user).
     "api-tokens": [Action("GET", lambda w: "/account/tokens/", row(302, 200, 200, 200, 200, 200, 200)),
-                   # Made, then redirected to show it; `nobody` holds no scope, so the form is shown again.
-                   Action("POST", lambda w: "/account/tokens/", row(302, 200, 302, 302, 302, 302, 302),
+                   # Made and shown in this answer (no-store, never kept in the session); `nobody` holds no
+                   # scope, so the form is shown again.
+                   Action("POST", lambda w: "/account/tokens/", row(302, 200, 200, 200, 200, 200, 200),
                           {"name": "t", "scopes": ["read"]})],
     "api-token-revoke": [Action("POST", lambda w: f"/account/tokens/{w.ids['token']}/revoke",
                                 row(302, 404, 302, 404, 404, 404, 404))],  # the viewer's token
@@ -399,8 +429,13 @@ def test_matrix(world: World, name: str, index: int, role: str) -> None:
         assert response.json()["message"].startswith("permission denied")
 
 
+# By session and by token, for each role with a user: the anonymous have no user to issue a token to, so their
+# "token" cell sent the very same request as their "session" cell (no credentials at all; test_v1_matrix
+# falls back to world.client("anonymous") for both). It is not run twice. `nobody` may hold no scope, so no
+# token either (its session cell checks it).
 V1_CELLS = [(name, index, role, auth) for name, actions in V1_MATRIX.items() for index in range(len(actions))
-            for role in ROLES for auth in ("session", "token") if not (auth == "token" and role == "nobody")]
+            for role in ROLES for auth in ("session", "token")
+            if not (auth == "token" and role in ("anonymous", "nobody"))]
 
 
 @pytest.mark.parametrize(("name", "index", "role", "auth"), V1_CELLS,
@@ -412,7 +447,8 @@ def test_v1_matrix(world: World, name: str, index: int, role: str, auth: str, re
 
     action = V1_MATRIX[name][index]
     user = world.users[role]
-    if auth == "token" and user is not None:
+    if auth == "token":
+        assert user is not None
         client = Client(HTTP_AUTHORIZATION="Bearer " + tokens.issue(user, "m", tokens.scopes_for(user)).plaintext)
     else:
         client = world.client(role)
@@ -470,6 +506,10 @@ ADMIN_ACTIONS: dict[tuple[str, str], AdminAction] = {
     ("llmcacheentry", "clear_workflows"): AdminAction(
         {"operator", "outsider", "superuser"}, lambda w: [w.ids["cache_entry"]],
         lambda w, messages: not LLMCacheEntry.objects.filter(pk=w.ids["cache_entry"]).exists()),
+    # Admins list and revoke anyone's tokens (dashboard/admin.py: the change permission is superusers').
+    ("apitoken", "revoke_tokens"): AdminAction(
+        {"superuser"}, lambda w: [w.ids["token"]],
+        lambda w, messages: any("1 token(s) revoked" in m for m in messages)),
 }
 
 
@@ -499,7 +539,8 @@ ACTION_CELLS = [(key, role) for key in ADMIN_ACTIONS for role in ROLES if role !
 def test_admin_action_matrix(world: World, key: tuple[str, str], role: str) -> None:
     model, action = key
     spec = ADMIN_ACTIONS[key]
-    url = reverse(f"admin:workflows_{model}_changelist")
+    app = next(m._meta.app_label for m in apps.get_models() if m._meta.model_name == model)
+    url = reverse(f"admin:{app}_{model}_changelist")
     # "post": the confirmed step of an action that asks first (reject_selected).
     response = world.client(role).post(url, {"action": action, "_selected_action": spec.selected(world),
                                              "post": "yes"}, follow=True)
@@ -535,34 +576,8 @@ SOCKETS: dict[str, Callable[[WorkflowInstance], str]] = {
     "ws/instances/<int:instance_id>/": lambda instance: f"/ws/instances/{instance.pk}/",
     "ws/dashboard/": lambda instance: "/ws/dashboard/",
 }
-SOCKET_ROLES = {"anonymous": CLOSE_UNAUTHENTICATED, "nobody": CLOSE_FORBIDDEN, "viewer": None, "designer": None,
-                "operator": None, "outsider": None, "superuser": None}  # None: allowed (a hello)
-
-
-@pytest.mark.django_db(transaction=True)
-def test_socket_matrix(redis_conn: Any) -> None:
-    from dashboard.asgi import application
-
-    people = users(None)
-    instance = runtime.start_instance(save_version("sockets", GRAPH), {})
-    assert set(SOCKET_ROLES) == set(ROLES)
-
-    headers = {role: session_headers(user) if user is not None else [ORIGIN] for role, user in people.items()}
-
-    async def go() -> None:
-        for route, path in SOCKETS.items():
-            for role, refused in SOCKET_ROLES.items():
-                comm = WebsocketCommunicator(application, path(instance), headers=headers[role])
-                connected, _ = await comm.connect()
-                assert connected
-                message = await comm.receive_json_from(timeout=5)
-                if refused is None:
-                    assert message["type"] == "hello", (route, role, message)
-                else:
-                    assert message["code"] == refused, (route, role, message)
-                await comm.disconnect()
-
-    run(go)
+# The socket matrix itself (who is refused, who gets a hello) is tests/security/test_socket_permissions.py:
+# a transactional test, so it cannot share this module's rows (tests/support/shared_rows.py).
 
 
 # --- A human task's assignee group, on every path that answers it ---------------------------------

@@ -32,11 +32,11 @@ class Command(BaseCommand):
 
     def handle(self, *args: Any, **options: Any) -> None:
         queues = options["queues"]
+        if "ai" in queues and not options["sync"] and len(queues) > 1:
+            raise CommandError("the ai queue runs in its own consumer: start it separately")
         # Measure this host's offset to the database's clock now: a skew is logged at start.
         clock.register("ai" if "ai" in queues and not options["sync"] else "worker")
         if "ai" in queues and not options["sync"]:
-            if len(queues) > 1:
-                raise CommandError("the ai queue runs in its own consumer: start it separately")
             from workflows.workers.aiworker import run_ai_worker
 
             try:
