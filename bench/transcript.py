@@ -61,7 +61,9 @@ def ends(gaps: list[list[float]]) -> dict[str, Any]:
 
 
 def _data_bytes(instance_id: int) -> int:
-    context = WorkflowInstance.objects.values_list("context", flat=True).get(pk=instance_id)
+    # The context as the run left it (snapshot plus deltas: docs/DESIGN.md, "State: deltas and snapshots"),
+    # not the row's column, which holds the context the instance was created with.
+    context = WorkflowInstance.objects.get(pk=instance_id).context
     return len(json.dumps(context, separators=(",", ":")).encode())
 
 

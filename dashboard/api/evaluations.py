@@ -34,7 +34,11 @@ def evaluation_json(evaluation: Evaluation, results: bool = False) -> dict[str, 
     return shape
 
 
-def _body(request: HttpRequest) -> dict[str, Any] | JsonResponse:
+def _writable_body(request: HttpRequest) -> dict[str, Any] | JsonResponse:
+    """A designer's JSON object, or the error answer (403 for readers, 4xx for a bad body)."""
+    refused = permissions.refusal(request.user, *WRITE)
+    if refused is not None:
+        return error(403, refused)
     try:
         body = json_body(request)
     except BodyRejected as exc:
@@ -48,9 +52,7 @@ def _body(request: HttpRequest) -> dict[str, Any] | JsonResponse:
 def dataset_list(request: HttpRequest, slug: str) -> JsonResponse:
     definition = get_object_or_404(WorkflowDefinition, slug=slug)
     if request.method == "POST":
-        if permissions.refusal(request.user, *WRITE) is not None:
-            return error(403, permissions.refusal(request.user, *WRITE) or "")
-        body = _body(request)
+        body = _writable_body(request)
         if isinstance(body, JsonResponse):
             return body
         if not isinstance(body.get("name"), str) or not isinstance(body.get("jsonl"), str):
@@ -76,9 +78,7 @@ def dataset_export(request: HttpRequest, slug: str, name: str) -> HttpResponse:
 def evaluation_list(request: HttpRequest, slug: str) -> JsonResponse:
     definition = get_object_or_404(WorkflowDefinition, slug=slug)
     if request.method == "POST":
-        if permissions.refusal(request.user, *WRITE) is not None:
-            return error(403, permissions.refusal(request.user, *WRITE) or "")
-        body = _body(request)
+        body = _writable_body(request)
         if isinstance(body, JsonResponse):
             return body
         dataset = definition.datasets.filter(name=body.get("dataset")).first()

@@ -22,6 +22,7 @@ from typing import Any
 from workflows.engine import outbound
 from workflows.engine.errors import ProviderError
 from workflows.engine.providers import LLMReply, chat_completion
+from workflows.engine.sse import SseFeed
 
 log = logging.getLogger("steadyflow.llm")
 
@@ -37,7 +38,7 @@ def _tell(sink: PartialSink, text: str) -> None:
         log.debug("a partial reply could not be passed on: %s", exc)
 
 
-class StreamParser:
+class StreamParser(SseFeed):
     """Server-sent events of chat-completion chunks, fed as bytes arrive: the text so far goes to
     `on_text` after each chunk that adds some; tool-call fragments, usage and model are collected."""
 
@@ -49,27 +50,13 @@ class StreamParser:
         self.done = False
         self.chunks = 0  # data lines parsed
         self._tools: dict[int, dict[str, str]] = {}
-        self._buffer = b""
-
-    def feed(self, data: bytes) -> None:
-        self._buffer += data
-        while b"\n" in self._buffer:
-            line, self._buffer = self._buffer.split(b"\n", 1)
-            self._line(line.rstrip(b"\r"))
-
-    def close(self) -> None:
-        if self._buffer.strip():
-            self._line(self._buffer.strip())
-        self._buffer = b""
+        super().__init__()
 
     @property
     def tool_calls(self) -> list[dict[str, Any]]:
         return [{"name": call.get("name"), "args": call.get("arguments")} for _, call in sorted(self._tools.items())]
 
-    def _line(self, line: bytes) -> None:
-        if not line.startswith(b"data:"):
-            return  # comments (": keep-alive"), event names, blank separators
-        payload = line[5:].strip()
+    def on_data(self, payload: bytes) -> None:
         if payload == b"[DONE]":
             self.done = True
             return

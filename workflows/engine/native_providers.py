@@ -24,6 +24,7 @@ from typing import Any
 from workflows.engine import outbound
 from workflows.engine.errors import ProviderError
 from workflows.engine.providers import LLMReply, provider_post
+from workflows.engine.sse import SseFeed
 
 NATIVE = ("anthropic", "gemini")
 ANTHROPIC_BASE_URL = "https://api.anthropic.com/v1"
@@ -121,7 +122,7 @@ def anthropic_reply(data: Mapping[str, Any], model: str) -> LLMReply:
                     usage=anthropic_usage(data.get("usage") or {}), model=str(data.get("model") or model))
 
 
-class AnthropicStream:
+class AnthropicStream(SseFeed):
     """The Messages API's server-sent events, fed as bytes arrive: text deltas go to `on_text` as the
     text so far; tool_use blocks and their partial JSON input, usage and the model are collected."""
 
@@ -132,18 +133,7 @@ class AnthropicStream:
         self.usage: dict[str, Any] = {}
         self.events = 0
         self._blocks: dict[int, dict[str, Any]] = {}
-        self._buffer = b""
-
-    def feed(self, data: bytes) -> None:
-        self._buffer += data
-        while b"\n" in self._buffer:
-            line, self._buffer = self._buffer.split(b"\n", 1)
-            self._line(line.rstrip(b"\r"))
-
-    def close(self) -> None:
-        if self._buffer.strip():
-            self._line(self._buffer.strip())
-        self._buffer = b""
+        super().__init__()
 
     def reply(self, model: str) -> LLMReply:
         calls = [{"id": b["id"], "name": b["name"], "args": _args(b["json"])}
@@ -151,11 +141,10 @@ class AnthropicStream:
         return LLMReply(text=self.text or None, tool_calls=calls, usage=anthropic_usage(self.usage),
                         model=self.model or model)
 
-    def _line(self, line: bytes) -> None:
-        if not line.startswith(b"data:"):
-            return  # `event:` names repeat the data's own `type`; blank separators, comments
+    def on_data(self, payload: bytes) -> None:
+        # `event:` names repeat the data's own `type`: only the data is read.
         try:
-            event = json.loads(line[5:].strip())
+            event = json.loads(payload)
         except (ValueError, UnicodeDecodeError):
             raise ProviderError("LLM provider streamed an event that is not JSON") from None
         if not isinstance(event, dict):
@@ -286,7 +275,7 @@ def gemini_reply(data: Mapping[str, Any], model: str) -> LLMReply:
                     usage=gemini_usage(data.get("usageMetadata") or {}), model=str(data.get("modelVersion") or model))
 
 
-class GeminiStream:
+class GeminiStream(SseFeed):
     """streamGenerateContent?alt=sse: each event is a whole GenerateContentResponse holding the next
     piece of text (or a whole function call); the last carries the usage."""
 
@@ -297,24 +286,11 @@ class GeminiStream:
         self.usage: dict[str, Any] = {}
         self.model = ""
         self.events = 0
-        self._buffer = b""
+        super().__init__()
 
-    def feed(self, data: bytes) -> None:
-        self._buffer += data
-        while b"\n" in self._buffer:
-            line, self._buffer = self._buffer.split(b"\n", 1)
-            self._line(line.rstrip(b"\r"))
-
-    def close(self) -> None:
-        if self._buffer.strip():
-            self._line(self._buffer.strip())
-        self._buffer = b""
-
-    def _line(self, line: bytes) -> None:
-        if not line.startswith(b"data:"):
-            return
+    def on_data(self, payload: bytes) -> None:
         try:
-            event = json.loads(line[5:].strip())
+            event = json.loads(payload)
         except (ValueError, UnicodeDecodeError):
             raise ProviderError("LLM provider streamed an event that is not JSON") from None
         if not isinstance(event, dict):

@@ -212,16 +212,8 @@ def slack_message(payload: dict[str, Any]) -> dict[str, Any]:
 
 def send_slack(channel: NotificationChannel, delivery: NotificationDelivery) -> tuple[int | None, str]:
     """POST the message to the channel's incoming-webhook URL (its secret is in the URL itself)."""
-    try:
-        reply = outbound.request("POST", channel.target, json=slack_message(delivery.payload),
-                                 headers={"Content-Type": "application/json"},
-                                 policy=outbound.Policy(allowlist=tuple(conf("HTTP_ALLOWLIST"))),
-                                 timeout_s=conf("NOTIFY_TIMEOUT_S"), max_bytes=64 * 1024)
-    except StepError as exc:  # blocked, deadline, transport, too large
-        return None, f"{type(exc).__name__}: {exc}"
-    if 200 <= reply.status < 300:
-        return reply.status, ""
-    return reply.status, f"HTTP {reply.status}"
+    body = json.dumps(slack_message(delivery.payload)).encode()
+    return post(channel.target, body, {"Content-Type": "application/json"})
 
 
 def send_webhook(channel: NotificationChannel, delivery: NotificationDelivery, now: datetime) -> tuple[int | None, str]:
@@ -231,8 +223,13 @@ def send_webhook(channel: NotificationChannel, delivery: NotificationDelivery, n
                signing.HEADER: signing.header_value([channel.secret], int(now.timestamp()), body, delivery_id),
                signing.DELIVERY_HEADER: delivery_id,
                "Steadyflow-Event": delivery.event}
+    return post(channel.target, body, headers)
+
+
+def post(target: str, body: bytes, headers: dict[str, str]) -> tuple[int | None, str]:
+    """One delivery through the guarded outbound client: (status, "") when a 2xx came back."""
     try:
-        reply = outbound.request("POST", channel.target, content=body, headers=headers,
+        reply = outbound.request("POST", target, content=body, headers=headers,
                                  policy=outbound.Policy(allowlist=tuple(conf("HTTP_ALLOWLIST"))),
                                  timeout_s=conf("NOTIFY_TIMEOUT_S"), max_bytes=64 * 1024)
     except StepError as exc:  # blocked, deadline, transport, too large
