@@ -10,6 +10,7 @@ class WorkflowsConfig(AppConfig):
         # Register the example workflows' Python functions and the system checks.
         from workflows import checks  # noqa: F401
         from workflows.examples import functions  # noqa: F401
+        from workflows.store import state_reads  # noqa: F401 - instance.context reads through it
 
         self._import_extra_functions()
         # Metrics in every process; spans only when an OTLP endpoint is configured.

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import decimal
+from collections.abc import Callable
 from typing import Any
 
 from django.db import models
@@ -83,6 +84,11 @@ class EncryptedTextField(models.TextField):
         return encrypt(value)
 
 
+# How a loaded instance's current context is read: store/state_reads.py registers itself here when it
+# is imported (workflows/apps.py imports it at start), so this leaf imports nothing of the store.
+CONTEXT_LOADER: list[Callable[[Any], Any]] = []
+
+
 class CurrentContext(DeferredAttribute):
     """`instance.context` of a loaded instance: rebuilt on first read from the newest snapshot and
     the state deltas after it (or taken from this process's cache of what it last committed), then
@@ -93,9 +99,7 @@ class CurrentContext(DeferredAttribute):
             return self
         data = instance.__dict__
         if "context" not in data:
-            from workflows.store.state_reads import current_context
-
-            data["context"] = current_context(instance)
+            data["context"] = CONTEXT_LOADER[0](instance)
         return data["context"]
 
 

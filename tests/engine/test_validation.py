@@ -51,9 +51,9 @@ def test_every_example_graph_validates(path: Path) -> None:
     assert [i.as_dict() for i in validate_graph(data)] == []
 
 
-def test_there_are_seven_example_graphs() -> None:
+def test_there_are_eight_example_graphs() -> None:
     assert sorted(p.stem for p in EXAMPLES.glob("*.json")) == [
-        "planner_demo", "react_agent", "refund_saga", "research_agent", "research_report", "seed_loop",
+        "order_desk", "planner_demo", "react_agent", "refund_saga", "research_agent", "research_report", "seed_loop",
         "support_desk"]
 
 
@@ -202,7 +202,7 @@ CONFIG_CASES = [
     ("router", {"rules": [{"when": "", "route": "a"}]}, "config.rules.0.when", "'' should be non-empty"),
     ("llm", {}, "config", "'prompt' is a required property"),
     ("llm", {"prompt": "p", "provider": "claude"}, "config.provider",
-     "'claude' is not one of ['openai', 'scripted']"),
+     "'claude' is not one of ['openai', 'anthropic', 'gemini', 'scripted']"),
     ("llm", {"prompt": "p", "temperature": 3}, "config.temperature", "3 is greater than the maximum of 2"),
     ("llm", {"prompt": "p", "routes": ["a", "a"]}, "config.routes", "['a', 'a'] has non-unique elements"),
     ("llm", {"prompt": "p", "script": [{"txt": "x"}]}, "config.script.0",

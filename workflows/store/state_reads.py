@@ -19,6 +19,7 @@ from typing import Any
 
 from django.db import connection
 
+from workflows import fields
 from workflows.engine import deltas
 from workflows.store import context_cache
 
@@ -119,3 +120,6 @@ def current_context(instance: Any) -> dict[str, Any]:
         # be this transaction's own, not yet committed; the writer caches them after COMMIT.
         context_cache.put(instance.pk, seq, int(instance.snapshot_bytes) + int(instance.delta_bytes), context)
     return context
+
+
+fields.CONTEXT_LOADER[:] = [current_context]  # instance.context reads through here (workflows/fields.py)
