@@ -200,6 +200,7 @@ def editor(request: HttpRequest, slug: str) -> HttpResponse:
             "checkExpression": reverse("api-check-expression"),
             "testNode": reverse("api-editor-test-node", args=[slug, "__node__"]),
             "functions": reverse("api-functions"),
+            "mcpServers": reverse("api-mcp-servers"),
             "start": reverse("api-start", args=[slug]),
             "editor": reverse("workflow-editor", args=[slug]),
             "list": reverse("workflow-list"),

@@ -11,6 +11,7 @@ import { addEdge, deleteSelection, isReal, realEdges, realNodes, renameNode, sel
   setEdgeWhen, setNodeField, commit } from "./canvas.js";
 import { field, schemaErrors, schemaFields, section, showFieldError } from "./forms.js";
 import { attachFunctionPicker } from "./functions.js";
+import { attachMcpPicker } from "./mcp-picker.js";
 import { inputSection } from "./input-panel.js";
 import { testSection } from "./node-test.js";
 import { updateToolbar } from "./toolbar.js";
@@ -119,6 +120,9 @@ function nodePanel(node) {
     .forEach((row) => attachFunctionPicker(row, kind)));
   if (type.schema && type.schema.properties && type.schema.properties.function) pickFor("config.function", "name");
   pickFor("compensate", "json");
+  if (node.data("type") === "llm" && CFG.canSave) {
+    sections.forEach((s) => s.querySelectorAll('.field[data-path="config.tools"]').forEach(attachMcpPicker));
+  }
   return el("div", { class: "node-panel", "data-node": id }, header,
     el("div", { id: "panel-issues-slot" }), ...sections, deleteButton("Delete node"));
 }
