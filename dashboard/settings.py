@@ -325,6 +325,10 @@ STEADYFLOW = {
     "BASE_URL": env_str("STEADYFLOW_BASE_URL", "http://127.0.0.1:8000"),
     # How long the approve / reject / open links in notices stay valid (workflows/triggers/action_links.py).
     "ACTION_LINK_TTL_S": env_int("STEADYFLOW_ACTION_LINK_TTL_S", 7 * 24 * 3600, minimum=60),
+    # MCP servers (workflows/engine/nodes/mcp.py): calls in flight to one server across every worker (a
+    # call waits for a free slot within its deadline), and one request's deadline when a node sets none.
+    "MCP_MAX_PER_SERVER": env_int("STEADYFLOW_MCP_MAX_PER_SERVER", 8, minimum=1),
+    "MCP_TIMEOUT_S": env_float("STEADYFLOW_MCP_TIMEOUT_S", 60.0, minimum=0.1),
     # The public address pages show in URLs meant for other systems (a webhook's URL); empty: the
     # address of the request (dashboard/pages/public_url.py).
     "PUBLIC_URL": env_url("STEADYFLOW_PUBLIC_URL", None, ("http", "https")) or "",

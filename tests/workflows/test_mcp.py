@@ -133,3 +133,39 @@ def test_the_editor_lists_servers_and_their_tools(allow_loopback, client, user_i
     down = client.get("/api/mcp/servers/orders/tools")  # the server has stopped
     assert down.status_code == 502 and "MCP server 'orders'" in down.json()["message"]
     assert TOKEN not in down.content.decode()
+
+
+def test_a_servers_calls_at_once_are_bounded_across_workers(redis_conn, allow_loopback, settings) -> None:
+    from workflows.adapters.slots import RedisSlots
+
+    slots = RedisSlots()
+    held = [slots.acquire("mcp:orders", 2, hold_s=60) for _ in range(2)]
+    assert all(held) and slots.acquire("mcp:orders", 2, hold_s=60) is None
+    assert slots.acquire("mcp:other", 2, hold_s=60) is not None  # each server has its own
+    lapsing = slots.acquire("mcp:brief", 1, hold_s=0.2)
+    assert lapsing and slots.acquire("mcp:brief", 1, hold_s=60) is None
+    import time
+
+    time.sleep(0.3)
+    assert slots.acquire("mcp:brief", 1, hold_s=60) is not None  # a dead holder's slot lapses
+
+    settings.STEADYFLOW = {**settings.STEADYFLOW, "MCP_MAX_PER_SERVER": 2}
+    runtime.engine_config.cache_clear()
+    node = {"id": "ask", "type": "mcp", "config": {"server": "orders", "tool": "word_count",
+                                                   "arguments": {"text": "a b"}, "timeout_s": 0.3}}
+    with McpTestServer(token=TOKEN) as server:
+        server_credential(server.url)
+        version = save_version("mcp-busy", chain(node))
+        busy = drained(runtime.start_instance(version, {}))
+        assert busy.status == "failed"
+        assert "MCP server 'orders' is at its limit of 2 call(s) at once" in busy.error["message"]
+        assert server.calls() == []
+        slots.release("mcp:orders", held[0])
+        free = drained(runtime.start_instance(version, {}))
+    assert free.status == "completed", free.error
+    assert StepRun.objects.get(instance=free, node_id="ask").output["structured"] == {"words": 2}
+    # The finished call gave its slot back: one is still held by the test, one is free.
+    last = slots.acquire("mcp:orders", 2, hold_s=60)
+    assert last is not None
+    for token in (held[1], last):
+        slots.release("mcp:orders", token)

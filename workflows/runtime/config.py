@@ -33,6 +33,8 @@ def engine_config() -> EngineConfig:
         llm_api_key=conf("LLM_API_KEY"),
         llm_default_provider=conf("LLM_DEFAULT_PROVIDER"),
         llm_max_per_provider=conf("LLM_MAX_PER_PROVIDER"),
+        mcp_max_per_server=conf("MCP_MAX_PER_SERVER"),
+        mcp_timeout_s=conf("MCP_TIMEOUT_S"),
         llm_prices=settings.STEADYFLOW.get("LLM_PRICES", {}),
         default_timeout_s=conf("DEFAULT_STEP_TIMEOUT_S"),
     )

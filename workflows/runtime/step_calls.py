@@ -57,6 +57,11 @@ def build_call(claim: Claim, now: datetime | None = None, offload: Executor | No
         from workflows.adapters.breakers import DatabaseBreaker, provider_key
 
         gate = DatabaseBreaker(provider_key(config, account))
+    slots = None
+    if node.type == "mcp":
+        from workflows.adapters.slots import RedisSlots
+
+        slots = RedisSlots()  # the server's calls at once, across every worker
     response_cache = None
     if node.type == "llm" and raw.get("cache"):
         # Only a node that opts in gets one: the others never query the cache table.
@@ -69,7 +74,7 @@ def build_call(claim: Claim, now: datetime | None = None, offload: Executor | No
         idempotency_key=claim.step.idempotency_key, now=now,
         # The step's own span in the instance's trace (runtime/observe.py): what http and llm nodes send.
         trace_id=step_traceparent(inst.trace_id, claim.step.pk, claim.step.attempt),
-        activated_at=claim.step.created_at, engine=engine_config(), call_index=call_index, breaker=gate,
+        activated_at=claim.step.created_at, engine=engine_config(), call_index=call_index, breaker=gate, slots=slots,
         offload=offload, secrets=scope, provider=account, cache=response_cache, tool_rounds=rounds,
         subflows=subflows.StepSubflows(claim) if claim.kind.starts_children else None,
     )

@@ -27,6 +27,8 @@ class EngineConfig:
     # (settings: STEADYFLOW_LLM_DEFAULT_PROVIDER), so a node left at its default never calls a paid API.
     llm_default_provider: str = "scripted"
     llm_max_per_provider: int = 400
+    mcp_max_per_server: int = 8  # calls in flight to one MCP server, across every worker
+    mcp_timeout_s: float = 60.0  # one MCP request's deadline when the node sets none
     llm_prices: Mapping[str, Mapping[str, float]] = field(default_factory=dict)
     default_timeout_s: float = 300.0
 
@@ -79,6 +81,17 @@ class Subflows(Protocol):
         replayed step never starts two)."""
 
 
+class Slots(Protocol):
+    """Bounded concurrency shared by every process (an MCP server's calls at once); storage outside the
+    engine (workflows/adapters/slots.py)."""
+
+    def acquire(self, key: str, limit: int, hold_s: float) -> str | None:
+        """A slot's token, or None when `limit` are taken. A slot lapses after `hold_s` (a holder that
+        died does not keep it)."""
+
+    def release(self, key: str, token: str) -> None: ...
+
+
 class BreakerGate(Protocol):
     """The circuit breaker of one provider, as a node sees it (storage lives outside the engine)."""
 
@@ -112,6 +125,7 @@ class StepCall:
     engine: EngineConfig
     call_index: int = 0  # how many calls this node made earlier in this instance (scripted LLMs)
     breaker: BreakerGate | None = None
+    slots: Slots | None = None  # an mcp node's per-server concurrency (None: unbounded, in tests)
     # Where the blocking helpers (the breaker's gate, the response cache: database calls) run off the
     # event loop. None: the running loop's default executor, which the ai consumer makes its managed
     # database pool. A synchronous worker's step runs on a loop of its own (LLM.run), whose default

@@ -10,12 +10,13 @@ reads back as the call's error.
 
 from __future__ import annotations
 
+import time
 from typing import Any, ClassVar
 
 import jsonschema
 
 from workflows.engine import limits, mcp_client, outbound
-from workflows.engine.errors import ConfigError, PermanentStepError
+from workflows.engine.errors import ConfigError, PermanentStepError, StepError
 from workflows.engine.nodes.base import NodeKind, NodeResult, StepCall
 from workflows.engine.nodes.registry import register
 
@@ -49,11 +50,39 @@ class Mcp(NodeKind):
         server = call.provider
         if server is None:
             raise ConfigError(f"node '{call.node.id}': MCP server credential '{config.get('server')}' is not set")
+        timeout_s = float(config.get("timeout_s") or call.node.timeout_s or call.engine.mcp_timeout_s)
+        slot = self._slot(call, server.name, timeout_s)
+        try:
+            return self._call(call, server, timeout_s)
+        finally:
+            if slot is not None and call.slots is not None:
+                call.slots.release(f"mcp:{server.name}", slot)
+
+    def _slot(self, call: StepCall, name: str, timeout_s: float) -> str | None:
+        """One of the server's MCP_MAX_PER_SERVER slots, waited for within the call's deadline; a
+        server at its limit past that is a retryable step error naming it."""
+        if call.slots is None:
+            return None
+        limit = call.engine.mcp_max_per_server
+        deadline = time.monotonic() + timeout_s
+        pause = 0.02
+        while True:
+            # A slot is held at most for the requests' deadlines (initialize, list, call) plus a margin.
+            token = call.slots.acquire(f"mcp:{name}", limit, hold_s=3 * timeout_s + 5)
+            if token is not None:
+                return token
+            if time.monotonic() + pause > deadline:
+                raise StepError(f"MCP server '{name}' is at its limit of {limit} call(s) at once "
+                                "(STEADYFLOW_MCP_MAX_PER_SERVER)", details={"server": name})
+            time.sleep(pause)
+            pause = min(pause * 2, 0.5)
+
+    def _call(self, call: StepCall, server: Any, timeout_s: float) -> NodeResult:
+        config = call.config
         session = mcp_client.McpSession(
             server.name, server.base_url, server.api_key,
             policy=outbound.Policy(allowlist=tuple(call.engine.http_allowlist)),
-            timeout_s=float(config.get("timeout_s") or call.node.timeout_s or call.engine.default_timeout_s),
-            idempotency_key=call.idempotency_key)
+            timeout_s=timeout_s, idempotency_key=call.idempotency_key)
         session.initialize()
         tool_name = str(config["tool"])
         offered = {str(t["name"]): t for t in session.list_tools()}
