@@ -128,3 +128,86 @@ def test_a_slack_channel_and_a_webhook_carry_the_links(receiver: Any, make_versi
     assert action_links.read(path_of(buttons["Reject"]).split("/")[3]) == action_links.ActionLink(item.pk, "reject")
     slack_headers = next(h for h, body in receiver.seen if b"blocks" in body)
     assert "steadyflow-signature" not in slack_headers  # Slack's URL is its secret; webhooks stay signed
+
+
+def approver_links(body: str) -> dict[str, str]:
+    return {line.split(":", 1)[0].strip(): line.split(": ", 1)[1].strip() for line in body.splitlines()
+            if line.strip().startswith(("Approve:", "Reject:"))}
+
+
+def test_an_emailed_approver_decides_without_an_account(settings: Any, make_version: Any, client: Any,
+                                                        django_capture_on_commit_callbacks: Any,
+                                                        redis_conn: Any, roles: Any) -> None:
+    settings.STEADYFLOW = {**settings.STEADYFLOW, "BASE_URL": "https://flow.example.com"}
+    channel = NotificationChannel.objects.create(name="approvers", kind="email", events=["review"],
+                                                 target="ann@example.com, bo@example.com",
+                                                 approver_group="operators")
+    item = halted(make_version, django_capture_on_commit_callbacks)
+    assert notifications.deliver_pending() == 1
+    ann_mail, bo_mail = sorted(mail.outbox, key=lambda m: m.to[0])
+    assert ann_mail.to == ["ann@example.com"] and bo_mail.to == ["bo@example.com"]
+    ann, bo = approver_links(ann_mail.body), approver_links(bo_mail.body)
+    assert ann["Approve"] != bo["Approve"]  # each recipient's links are their own
+    assert action_links.read(path_of(ann["Approve"]).split("/")[3]).recipient == "ann@example.com"
+
+    page = client.get(path_of(ann["Approve"]))  # no login
+    assert page.status_code == 200 and b'id="act-confirm"' in page.content and b"ann@example.com" in page.content
+    item.refresh_from_db()
+    assert item.status == "open"
+    done = client.post(path_of(ann["Approve"]), {"note": "ok from my phone"})
+    assert done.status_code == 200 and b'id="act-done"' in done.content
+    item.refresh_from_db()
+    assert item.status == "approved" and item.decided_by.username == "email:ann@example.com"
+    assert not item.decided_by.is_active and not item.decided_by.has_usable_password()
+    entry = AuditEntry.objects.get(instance=item.instance, review=item)
+    assert entry.actor.username == "email:ann@example.com" and entry.note == "ok from my phone"
+    again = client.post(path_of(bo["Reject"]), {})  # single-use: the item is decided
+    assert again.status_code == 409 and b"email:ann@example.com" in again.content
+
+    # A second halt: a recipient taken off the channel, or a channel that stops naming approvers, or an
+    # item of another group, refuses the link.
+    other = halted(make_version, django_capture_on_commit_callbacks, slug="napper-two")
+    removed = action_links.path_for(other.pk, "approve", "bo@example.com", channel.pk)
+    channel.target = "ann@example.com"
+    channel.save()
+    refused = client.post(removed, {})
+    assert refused.status_code == 403 and b"no longer a recipient" in refused.content
+    channel.approver_group = "finance"
+    channel.save()
+    wrong_group = client.post(action_links.path_for(other.pk, "approve", "ann@example.com", channel.pk), {})
+    assert wrong_group.status_code == 403 and b"for the group &#x27;operators&#x27;" in wrong_group.content
+    channel.approver_group = ""
+    channel.save()
+    assert client.post(action_links.path_for(other.pk, "reject", "ann@example.com", channel.pk), {}).status_code == 403
+    other.refresh_from_db()
+    assert other.status == "open"
+
+
+def test_an_emailed_approver_cannot_skip_a_tasks_form(make_version: Any, client: Any, roles: Any) -> None:
+    version = make_version(chain({"id": "ask", "type": "human", "config": {
+        "prompt": "Refund?", "inputs": {"amount": {"type": "number"}}}}), slug="refunds-by-mail")
+    instance = runtime.start_instance(version, {})
+    item = ReviewItem.objects.get(instance=instance, reason="human_task")
+    channel = NotificationChannel.objects.create(name="mail", kind="email", target="ann@example.com",
+                                                 events=["human_task"], approver_group="operators")
+    approve = action_links.path_for(item.pk, "approve", "ann@example.com", channel.pk)
+    assert b'id="act-needs-form"' in client.get(approve).content
+    refused = client.post(approve, {})
+    item.refresh_from_db()
+    assert refused.status_code == 400 and b"input &#x27;amount&#x27; is required" in refused.content
+    assert item.status == "open"
+    assert client.post(action_links.path_for(item.pk, "reject", "ann@example.com", channel.pk), {}).status_code == 200
+    item.refresh_from_db()
+    assert item.status == "rejected" and item.decided_by.username == "email:ann@example.com"
+
+
+def test_the_admin_sets_approvers_on_email_channels_only(client: Any, admin_user: Any) -> None:
+    client.force_login(admin_user)
+    url = "/admin/workflows/notificationchannel/add/"
+    base = {"name": "c", "target": "ann@example.com", "events": '["review"]', "enabled": "on"}
+    refused = client.post(url, {**base, "kind": "webhook", "target": "https://hooks.example.com/x",
+                                "approver_group": "operators"})
+    assert refused.status_code == 200 and b"only an email channel" in refused.content
+    made = client.post(url, {**base, "kind": "email", "approver_group": "operators"})
+    assert made.status_code == 302
+    assert NotificationChannel.objects.get(name="c").approver_group == "operators"

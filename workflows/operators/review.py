@@ -89,10 +89,12 @@ def context_diff(before: dict[str, Any], after: dict[str, Any]) -> dict[str, Any
     }
 
 
-def decide(item_id: int, user: Any, decision: Decision) -> ReviewItem:
-    """Apply one operator decision. Raises ReviewForbidden (see refusal), ReviewConflict or ReviewError."""
+def decide(item_id: int, user: Any, decision: Decision, *, authorized: bool = False) -> ReviewItem:
+    """Apply one operator decision. Raises ReviewForbidden (see refusal), ReviewConflict or ReviewError.
+    `authorized`: the caller has checked who may decide by other means (an emailed approver's signed
+    link, workflows/triggers/action_links.py); every other rule (four eyes, the task's fields) applies."""
     found = ReviewItem.objects.filter(pk=item_id).only("instance_id", "assignee_group").first()
-    refused = refusal(user, found)
+    refused = None if authorized else refusal(user, found)
     if refused is not None:
         raise ReviewForbidden(refused)
     if decision.action not in ACTIONS:

@@ -121,7 +121,7 @@ class ChannelForm(forms.ModelForm):
 
     class Meta:
         model = NotificationChannel
-        fields = ("name", "kind", "target", "events", "enabled", "secret")
+        fields = ("name", "kind", "target", "events", "enabled", "secret", "approver_group")
 
     def clean_secret(self) -> str:
         value: str = self.cleaned_data.get("secret") or ""
@@ -130,8 +130,10 @@ class ChannelForm(forms.ModelForm):
     def clean(self) -> dict[str, Any]:
         data: dict[str, Any] = super().clean() or {}
         target = str(data.get("target", ""))
-        if data.get("kind") == ChannelKind.WEBHOOK and not target.startswith(("http://", "https://")):
-            raise forms.ValidationError("a webhook channel's target is an http(s) URL")
+        if data.get("kind") in (ChannelKind.WEBHOOK, ChannelKind.SLACK) and not target.startswith(("http://", "https://")):
+            raise forms.ValidationError("a webhook or Slack channel's target is an http(s) URL")
+        if data.get("approver_group") and data.get("kind") != ChannelKind.EMAIL:
+            raise forms.ValidationError("only an email channel's recipients can be approvers")
         if data.get("kind") == ChannelKind.EMAIL:
             for address in (a.strip() for a in target.split(",")):
                 try:

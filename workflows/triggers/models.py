@@ -144,6 +144,11 @@ class NotificationChannel(models.Model):
     kind = models.CharField(max_length=8, choices=ChannelKind.choices)
     target = models.CharField(max_length=1000, help_text="email: addresses, comma-separated; webhook or slack: URL")
     events = models.JSONField(default=all_events, help_text="any of: review, failed, human_task")
+    # Email channels only: its recipients may approve or reject, from the notice's links and without an
+    # account, the items this group may decide (a human task of that group; halts when it is "operators").
+    # Empty: the links ask the approver to log in (workflows/triggers/action_links.py).
+    approver_group = models.CharField(max_length=150, blank=True, help_text=(
+        "email only: recipients decide items of this group from the emailed links, without an account"))
     # Webhook channels sign their requests with it (never shown back in the admin).
     secret = EncryptedTextField(default=new_secret, blank=True)
     enabled = models.BooleanField(default=True)

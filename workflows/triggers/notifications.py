@@ -177,8 +177,11 @@ def send(delivery: NotificationDelivery, now: datetime) -> tuple[int | None, str
         return None, f"{type(exc).__name__}: {exc}"
 
 
+def recipients_of(channel: NotificationChannel) -> list[str]:
+    return [a.strip() for a in channel.target.split(",") if a.strip()]
+
+
 def send_email(channel: NotificationChannel, payload: dict[str, Any]) -> None:
-    recipients = [a.strip() for a in channel.target.split(",") if a.strip()]
     what = EVENT_WORDS.get(payload["event"], payload["event"])
     subject = f"[Steadyflow] {payload['workflow']} instance {payload['instance']} {what}"
     lines = [f"Workflow {payload['workflow']}, instance {payload['instance']} {what}.",
@@ -187,10 +190,19 @@ def send_email(channel: NotificationChannel, payload: dict[str, Any]) -> None:
         lines.append(f"Node: {payload['node']}")
     lines += ["", f"Open it: {payload['url']}"]
     actions = payload.get("actions") or {}
+    if actions and channel.approver_group and payload.get("review"):
+        # Approvers without an account: each recipient gets links bound to them (one mail each).
+        for recipient in recipients_of(channel):
+            own = [absolute(action_links.path_for(int(payload["review"]), action, recipient, channel.pk))
+                   for action in ("approve", "reject")]
+            body = lines + ["", "Or decide from here (one click, then confirm; the link is yours alone):",
+                            f"  Approve: {own[0]}", f"  Reject:  {own[1]}"]
+            send_mail(subject, "\n".join(body), None, [recipient])
+        return
     if actions:
         lines += ["", "Or decide from here (you confirm on the page after logging in):",
                   f"  Approve: {actions['approve']}", f"  Reject:  {actions['reject']}"]
-    send_mail(subject, "\n".join(lines), None, recipients)
+    send_mail(subject, "\n".join(lines), None, recipients_of(channel))
 
 
 def slack_message(payload: dict[str, Any]) -> dict[str, Any]:
