@@ -329,6 +329,8 @@ STEADYFLOW = {
     # call waits for a free slot within its deadline), and one request's deadline when a node sets none.
     "MCP_MAX_PER_SERVER": env_int("STEADYFLOW_MCP_MAX_PER_SERVER", 8, minimum=1),
     "MCP_TIMEOUT_S": env_float("STEADYFLOW_MCP_TIMEOUT_S", 60.0, minimum=0.1),
+    # Per server, by credential name: {"crm": {"max_concurrent": 2, "timeout_s": 10}} overrides the two above.
+    "MCP_SERVER_LIMITS": env_json("STEADYFLOW_MCP_SERVER_LIMITS", {}),
     # The public address pages show in URLs meant for other systems (a webhook's URL); empty: the
     # address of the request (dashboard/pages/public_url.py).
     "PUBLIC_URL": env_url("STEADYFLOW_PUBLIC_URL", None, ("http", "https")) or "",

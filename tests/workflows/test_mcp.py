@@ -149,7 +149,8 @@ def test_a_servers_calls_at_once_are_bounded_across_workers(redis_conn, allow_lo
     time.sleep(0.3)
     assert slots.acquire("mcp:brief", 1, hold_s=60) is not None  # a dead holder's slot lapses
 
-    settings.STEADYFLOW = {**settings.STEADYFLOW, "MCP_MAX_PER_SERVER": 2}
+    # This server's own limit (STEADYFLOW_MCP_SERVER_LIMITS) overrides the default of 8.
+    settings.STEADYFLOW = {**settings.STEADYFLOW, "MCP_SERVER_LIMITS": {"orders": {"max_concurrent": 2}}}
     runtime.engine_config.cache_clear()
     node = {"id": "ask", "type": "mcp", "config": {"server": "orders", "tool": "word_count",
                                                    "arguments": {"text": "a b"}, "timeout_s": 0.3}}

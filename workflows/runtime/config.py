@@ -35,6 +35,10 @@ def engine_config() -> EngineConfig:
         llm_max_per_provider=conf("LLM_MAX_PER_PROVIDER"),
         mcp_max_per_server=conf("MCP_MAX_PER_SERVER"),
         mcp_timeout_s=conf("MCP_TIMEOUT_S"),
+        mcp_server_limits=tuple(
+            (str(name), int(spec.get("max_concurrent", conf("MCP_MAX_PER_SERVER"))),
+             float(spec.get("timeout_s", conf("MCP_TIMEOUT_S"))))
+            for name, spec in (conf("MCP_SERVER_LIMITS") or {}).items() if isinstance(spec, dict)),
         llm_prices=settings.STEADYFLOW.get("LLM_PRICES", {}),
         default_timeout_s=conf("DEFAULT_STEP_TIMEOUT_S"),
     )

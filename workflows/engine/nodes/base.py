@@ -29,6 +29,15 @@ class EngineConfig:
     llm_max_per_provider: int = 400
     mcp_max_per_server: int = 8  # calls in flight to one MCP server, across every worker
     mcp_timeout_s: float = 60.0  # one MCP request's deadline when the node sets none
+    # Per server (by credential name): ((name, max calls at once, request deadline s), ...), overriding the two above.
+    mcp_server_limits: tuple[tuple[str, int, float], ...] = ()
+
+    def mcp_limits(self, server: str) -> tuple[int, float]:
+        """(calls at once, request deadline) for one MCP server."""
+        for name, most, timeout_s in self.mcp_server_limits:
+            if name == server:
+                return most, timeout_s
+        return self.mcp_max_per_server, self.mcp_timeout_s
     llm_prices: Mapping[str, Mapping[str, float]] = field(default_factory=dict)
     default_timeout_s: float = 300.0
 

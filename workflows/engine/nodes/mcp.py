@@ -50,20 +50,20 @@ class Mcp(NodeKind):
         server = call.provider
         if server is None:
             raise ConfigError(f"node '{call.node.id}': MCP server credential '{config.get('server')}' is not set")
-        timeout_s = float(config.get("timeout_s") or call.node.timeout_s or call.engine.mcp_timeout_s)
-        slot = self._slot(call, server.name, timeout_s)
+        limit, server_timeout_s = call.engine.mcp_limits(server.name)
+        timeout_s = float(config.get("timeout_s") or call.node.timeout_s or server_timeout_s)
+        slot = self._slot(call, server.name, limit, timeout_s)
         try:
             return self._call(call, server, timeout_s)
         finally:
             if slot is not None and call.slots is not None:
                 call.slots.release(f"mcp:{server.name}", slot)
 
-    def _slot(self, call: StepCall, name: str, timeout_s: float) -> str | None:
-        """One of the server's MCP_MAX_PER_SERVER slots, waited for within the call's deadline; a
-        server at its limit past that is a retryable step error naming it."""
+    def _slot(self, call: StepCall, name: str, limit: int, timeout_s: float) -> str | None:
+        """One of the server's `limit` slots, waited for within the call's deadline; a server at its
+        limit past that is a retryable step error naming it."""
         if call.slots is None:
             return None
-        limit = call.engine.mcp_max_per_server
         deadline = time.monotonic() + timeout_s
         pause = 0.02
         while True:
@@ -73,7 +73,8 @@ class Mcp(NodeKind):
                 return token
             if time.monotonic() + pause > deadline:
                 raise StepError(f"MCP server '{name}' is at its limit of {limit} call(s) at once "
-                                "(STEADYFLOW_MCP_MAX_PER_SERVER)", details={"server": name})
+                                "(STEADYFLOW_MCP_MAX_PER_SERVER, STEADYFLOW_MCP_SERVER_LIMITS)",
+                                details={"server": name})
             time.sleep(pause)
             pause = min(pause * 2, 0.5)
 
