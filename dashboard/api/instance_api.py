@@ -7,10 +7,12 @@ from __future__ import annotations
 import logging
 from datetime import UTC, datetime, timedelta
 from typing import Any
+from urllib.parse import urlencode
 
 from django.core.cache import cache
 from django.db import connection
-from django.db.models import Count, Q
+from django.db.models import Count, Q, TextField
+from django.db.models.functions import Cast, Coalesce, Length
 from django.http import HttpRequest, JsonResponse
 from django.urls import reverse
 
@@ -35,6 +37,9 @@ QUEUES = ("ai", "io", "default")
 STATS_CACHE_S = 1.0
 SERIES_CACHE_S = 5.0  # the per-minute chart: the one figure whose cost grows with the step rate
 MAX_STEPS = 1000
+# What one step list holds of inputs and outputs at most (bytes of their JSON text): a list of huge
+# outputs is answered without loading them all (the rest are fetched per node).
+STEP_LIST_BYTES = 4_000_000
 
 
 def _instance_or_404(instance_id: int) -> WorkflowInstance | None:
@@ -117,10 +122,31 @@ def instance_steps(request: HttpRequest, instance_id: int) -> JsonResponse:
     if node:
         # The node's own runs, its compensations, and the tool calls of an llm node (runtime/tool_calls.py).
         steps = steps.filter(Q(node_id__in=(node, f"compensate:{node}")) | Q(node_id__startswith=f"tool:{node}:"))
-    rows = list(steps[:MAX_STEPS + 1])
-    children = child_links(rows[:MAX_STEPS])
-    return JsonResponse({"steps": [step_json(s, children.get(s.pk)) for s in rows[:MAX_STEPS]],
-                         "truncated": len(rows) > MAX_STEPS})
+    # Bounded memory: the big columns' sizes are read first, and the inputs and outputs are loaded only
+    # while the answer stays within STEP_LIST_BYTES; later ones say how to fetch them (one node's runs).
+    size_of = [Coalesce(Length(Cast(column, TextField())), 0) for column in ("input", "output")]
+    sized = list(steps.annotate(payload_bytes=size_of[0] + size_of[1])
+                 .values_list("pk", "payload_bytes")[:MAX_STEPS + 1])
+    budget, loaded = STEP_LIST_BYTES, set()
+    for pk, size in sized[:MAX_STEPS]:
+        # One node's runs (what a truncated entry points at) always show the first, however big.
+        if (size or 0) <= budget or (node and not loaded):
+            budget -= size or 0
+            loaded.add(pk)
+    ids = [pk for pk, _ in sized[:MAX_STEPS]]
+    rows = sorted([*StepRun.objects.filter(pk__in=[pk for pk in ids if pk in loaded]),
+                   *StepRun.objects.filter(pk__in=[pk for pk in ids if pk not in loaded]).defer("input", "output")],
+                  key=lambda step: step.pk)
+    children = child_links(rows)
+    shown = []
+    for step in rows:
+        if step.pk not in loaded:
+            later = {"truncated": True,
+                     "fetch": f"/api/instances/{inst.pk}/steps?{urlencode({'node': step.node_id})}"}
+            step.input, step.output = later, later  # set, not loaded: the deferred columns stay unread
+        shown.append(step_json(step, children.get(step.pk)))
+    return JsonResponse({"steps": shown, "truncated": len(sized) > MAX_STEPS,
+                         "payloads_truncated": len(loaded) < len(rows)})
 
 
 def _operation(request: HttpRequest, instance_id: int, run: Any) -> JsonResponse:
