@@ -90,3 +90,27 @@ def test_the_planner_api_is_capped(settings: Any, monkeypatch: pytest.MonkeyPatc
     leave.clear()
     leave.set()
     assert client().post("/api/workflows/planned/plan", body, content_type="application/json").status_code == 502
+
+
+def test_a_step_list_holds_a_bounded_size_of_inputs_and_outputs(instance: WorkflowInstance, admin_client_: Client,
+                                                                monkeypatch: pytest.MonkeyPatch) -> None:
+    """Item 15: the step list reads sizes first and loads inputs and outputs only within its budget; the
+    rest point to their node's runs, which always show the first."""
+    from django.utils import timezone
+
+    from dashboard.api import instance_api
+
+    monkeypatch.setattr(instance_api, "STEP_LIST_BYTES", 25_000)
+    big = "x" * 10_000
+    StepRun.objects.bulk_create([
+        StepRun(instance=instance, node_id=f"big{n}", node_type="python", visit=1, queue="default",
+                status="succeeded", idempotency_key=f"{instance.pk}:big{n}:1", trace_id=instance.trace_id,
+                created_at=timezone.now(), output={"text": big})
+        for n in range(4)])
+    data = admin_client_.get(f"/api/instances/{instance.pk}/steps").json()
+    outputs = {s["node"]: s["output"] for s in data["steps"]}
+    kept = [n for n in ("big0", "big1", "big2", "big3") if outputs[n] == {"text": big}]
+    assert kept == ["big0", "big1"] and data["payloads_truncated"] is True  # 2 × 10 KB fit in 25 KB
+    later = outputs["big3"]
+    assert later["truncated"] is True and later["fetch"] == f"/api/instances/{instance.pk}/steps?node=big3"
+    assert admin_client_.get(later["fetch"]).json()["steps"][0]["output"] == {"text": big}
