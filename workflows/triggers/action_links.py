@@ -73,12 +73,11 @@ def emailed_refusal(link: ActionLink, assignee_group: str) -> str | None:
     """Why an emailed approver's link may not decide an item of `assignee_group` (None when it may): the
     channel must still list the recipient as an approver for the group that decides the item."""
     from workflows.triggers.models import ChannelKind, NotificationChannel
-    from workflows.triggers.notifications import recipients_of
 
     channel = NotificationChannel.objects.filter(pk=link.channel_id, kind=ChannelKind.EMAIL, enabled=True).first()
     if channel is None or not channel.approver_group:
         return "this link's channel no longer lets its recipients decide: open the item in Steadyflow"
-    if link.recipient not in recipients_of(channel):
+    if link.recipient not in channel.recipients():
         return "you are no longer a recipient of this channel: open the item in Steadyflow"
     if (assignee_group or "operators") != channel.approver_group:
         return f"this item is for the group '{assignee_group or 'operators'}': open it in Steadyflow"

@@ -161,6 +161,10 @@ class NotificationChannel(models.Model):
     def __str__(self) -> str:
         return f"{self.name} ({self.kind})"
 
+    def recipients(self) -> list[str]:
+        """An email channel's addresses."""
+        return [a.strip() for a in self.target.split(",") if a.strip()]
+
 
 class DeliveryStatus(models.TextChoices):
     PENDING = "pending"

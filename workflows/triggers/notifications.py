@@ -177,10 +177,6 @@ def send(delivery: NotificationDelivery, now: datetime) -> tuple[int | None, str
         return None, f"{type(exc).__name__}: {exc}"
 
 
-def recipients_of(channel: NotificationChannel) -> list[str]:
-    return [a.strip() for a in channel.target.split(",") if a.strip()]
-
-
 def send_email(channel: NotificationChannel, payload: dict[str, Any]) -> None:
     what = EVENT_WORDS.get(payload["event"], payload["event"])
     subject = f"[Steadyflow] {payload['workflow']} instance {payload['instance']} {what}"
@@ -192,7 +188,7 @@ def send_email(channel: NotificationChannel, payload: dict[str, Any]) -> None:
     actions = payload.get("actions") or {}
     if actions and channel.approver_group and payload.get("review"):
         # Approvers without an account: each recipient gets links bound to them (one mail each).
-        for recipient in recipients_of(channel):
+        for recipient in channel.recipients():
             own = [absolute(action_links.path_for(int(payload["review"]), action, recipient, channel.pk))
                    for action in ("approve", "reject")]
             body = lines + ["", "Or decide from here (one click, then confirm; the link is yours alone):",
@@ -202,7 +198,7 @@ def send_email(channel: NotificationChannel, payload: dict[str, Any]) -> None:
     if actions:
         lines += ["", "Or decide from here (you confirm on the page after logging in):",
                   f"  Approve: {actions['approve']}", f"  Reject:  {actions['reject']}"]
-    send_mail(subject, "\n".join(lines), None, recipients_of(channel))
+    send_mail(subject, "\n".join(lines), None, channel.recipients())
 
 
 def slack_message(payload: dict[str, Any]) -> dict[str, Any]:
