@@ -127,7 +127,8 @@ def instance_steps(request: HttpRequest, instance_id: int) -> JsonResponse:
     size_of = [Coalesce(Length(Cast(column, TextField())), 0) for column in ("input", "output")]
     sized = list(steps.annotate(payload_bytes=size_of[0] + size_of[1])
                  .values_list("pk", "payload_bytes")[:MAX_STEPS + 1])
-    budget, loaded = STEP_LIST_BYTES, set()
+    budget = STEP_LIST_BYTES
+    loaded: set[int] = set()
     for pk, size in sized[:MAX_STEPS]:
         # One node's runs (what a truncated entry points at) always show the first, however big.
         if (size or 0) <= budget or (node and not loaded):
