@@ -9,7 +9,8 @@ from typing import Any
 from django.http import HttpRequest, HttpResponse, JsonResponse
 from django.shortcuts import get_object_or_404
 
-from dashboard.api.core import BodyRejected, api_view, error, json_body
+from dashboard.api.core import api_view, error
+from dashboard.api.http import object_body
 from dashboard.security import permissions
 from workflows.evaluations import datasets, runner
 from workflows.evaluations.models import Dataset, Evaluation
@@ -39,13 +40,7 @@ def _writable_body(request: HttpRequest) -> dict[str, Any] | JsonResponse:
     refused = permissions.refusal(request.user, *WRITE)
     if refused is not None:
         return error(403, refused)
-    try:
-        body = json_body(request)
-    except BodyRejected as exc:
-        return error(exc.status, str(exc))
-    if not isinstance(body, dict):
-        return error(400, "the body must be a JSON object")
-    return body
+    return object_body(request)
 
 
 @api_view(("GET", "POST"), perm=READ)

@@ -110,3 +110,14 @@ class BadRequest(Exception):
         if "retry_after" in self.extra:
             answer["Retry-After"] = str(self.extra["retry_after"])
         return answer
+
+
+def object_body(request: HttpRequest) -> dict[str, Any] | JsonResponse:
+    """The request's JSON object, or the 4xx answer naming what is wrong with it."""
+    try:
+        body = json_body(request)
+    except BodyRejected as exc:
+        return error(exc.status, str(exc))
+    if not isinstance(body, dict):
+        return error(400, "the request body must be a JSON object")
+    return body

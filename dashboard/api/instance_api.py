@@ -17,7 +17,7 @@ from django.http import HttpRequest, JsonResponse
 from django.urls import reverse
 
 from dashboard.api.core import instance_json
-from dashboard.api.http import BodyRejected, api_view, error, json_body
+from dashboard.api.http import api_view, error, object_body
 from dashboard.security import permissions
 from workflows import clock
 from workflows.authoring import plans
@@ -153,12 +153,9 @@ def instance_steps(request: HttpRequest, instance_id: int) -> JsonResponse:
 def _operation(request: HttpRequest, instance_id: int, run: Any) -> JsonResponse:
     if _instance_or_404(instance_id) is None:
         return error(404, f"instance {instance_id} does not exist")
-    try:
-        body = json_body(request)
-    except BodyRejected as exc:
-        return error(exc.status, str(exc))
-    if not isinstance(body, dict):
-        return error(400, "the request body must be a JSON object")
+    body = object_body(request)
+    if isinstance(body, JsonResponse):
+        return body
     try:
         extra = run(body)
     except operations.OperationError as exc:
@@ -218,12 +215,9 @@ def review_decide(request: HttpRequest, instance_id: int) -> JsonResponse:
     inst = _instance_or_404(instance_id)
     if inst is None:
         return error(404, f"instance {instance_id} does not exist")
-    try:
-        body = json_body(request)
-    except BodyRejected as exc:
-        return error(exc.status, str(exc))
-    if not isinstance(body, dict):
-        return error(400, "the request body must be a JSON object")
+    body = object_body(request)
+    if isinstance(body, JsonResponse):
+        return body
     items = ReviewItem.objects.filter(instance=inst, status=ReviewStatus.OPEN)
     if body.get("item") is not None:
         items = items.filter(pk=body["item"]) if isinstance(body["item"], int) else items.none()
