@@ -28,7 +28,7 @@ LAYERS: tuple[tuple[str, ...], ...] = (
     ("workflows.engine",),
     ("workflows.credentials.crypto", "workflows.credentials.rules", "workflows.db_threads", "workflows.live",
      "workflows.checks", "workflows.clock", "workflows.database_outage",
-     "workflows.roles", "workflows.examples"),
+     "workflows.roles", "workflows.examples", "workflows.workers.dispatch"),
     ("workflows.fields",),
     ("workflows.models",),
     ("workflows.adapters", "workflows.credentials"),
@@ -58,6 +58,9 @@ GROUP_OF = {
     "workflows.evaluations.models": "workflows.models",  # likewise
     "workflows.retention.models": "workflows.models",  # likewise
     "dashboard.api.http": "dashboard.api.http",  # the JSON helpers every endpoint shares, pages' included
+    # Putting step ids on RQ queues (RQ and settings only): the runtime's post-commit effects enqueue
+    # through it, the reconciler and the ai consumer too.
+    "workflows.workers.dispatch": "workflows.workers.dispatch",
 }
 RANK = {group: rank for rank, groups in enumerate(LAYERS) for group in groups}
 

@@ -18,23 +18,11 @@ import pytest
 from tests import layers
 from tests.layers import Graph, Import
 
-# The post-commit effects (enqueue, live notices, notifications, sub-workflow effects) still run in the
-# store (store/orm.py `after_commit*`), and the stores take the runtime's UnitOfWork as their argument:
-# until the unit of work is the store's own contract and the effects move to runtime/effects, the
-# store imports the runtime, workers (dispatch), live notices and triggers (notifications).
-STORE_RUNTIME = [
-    "workflows.store.orm -> workflows.runtime.subflows",
-    "workflows.store.orm -> workflows.runtime.unit",
-    "workflows.store.postgres -> workflows.runtime.unit",
-    "workflows.store.sql -> workflows.runtime.unit",
-]
-
 KNOWN: dict[str, list[str]] = {
     "engine": [],
     "workflows-dashboard": [],
-    "store-runtime": [*STORE_RUNTIME, "workflows.store.orm -> workflows.runtime.observe"],
+    "store-runtime": [],
     "runtime-facade": [
-        *STORE_RUNTIME,
         # The instance page's sub-workflow panel reads the runtime's query for children.
         "dashboard.api.instance_api -> workflows.runtime.subflows",
         # Node trial and planning build a node's config and redact it as the runtime does.
@@ -42,11 +30,9 @@ KNOWN: dict[str, list[str]] = {
         "workflows.authoring.node_trial -> workflows.runtime.records",
         "workflows.authoring.node_trial -> workflows.runtime.redaction",
         "workflows.authoring.planning -> workflows.runtime.config",
-        # Commit observers read the unit of work and the runtime's configuration.
+        # Commit observers read the runtime's configuration and the caller's span key.
         "workflows.observability.metrics -> workflows.runtime.config",
-        "workflows.observability.metrics -> workflows.runtime.unit",
         "workflows.observability.tracing -> workflows.runtime.starting",
-        "workflows.observability.tracing -> workflows.runtime.unit",
         # Triggers start instances through runtime.starting's error types and batch start.
         "workflows.triggers.schedules -> workflows.runtime.starting",
         "workflows.triggers.webhooks -> workflows.runtime.starting",
@@ -73,18 +59,13 @@ KNOWN: dict[str, list[str]] = {
         "dashboard.security -> dashboard.api.v1",
         # runtime/subflows.py names the planner's generated definitions (authoring/plans.py).
         "workflows.runtime -> workflows.authoring",
-        "workflows.store -> workflows.runtime",
-        "workflows.store -> workflows.triggers",
-        "workflows.store -> workflows.workers",
     ],
     "cycles": [
-        # runtime <-> store: the runtime calls the store, the store's post-commit effects call the
-        # runtime back (subflows) and take its unit of work.
-        "workflows.runtime.activation | workflows.runtime.compensation | workflows.runtime.decided_steps"
-        " | workflows.runtime.instance_control | workflows.runtime.records | workflows.runtime.redaction"
+        # Inside the runtime: stopping and compensation record sub-workflow effects naming
+        # runtime.subflows' functions (imported in their bodies), and subflows decides with them.
+        "workflows.runtime.activation | workflows.runtime.compensation | workflows.runtime.instance_control"
         " | workflows.runtime.starting | workflows.runtime.step_outcomes | workflows.runtime.stopping"
-        " | workflows.runtime.subflows | workflows.store | workflows.store.orm | workflows.store.postgres"
-        " | workflows.store.sql | workflows.store.sqlite",
+        " | workflows.runtime.subflows",
     ],
 }
 

@@ -8,9 +8,16 @@ class WorkflowsConfig(AppConfig):
 
     def ready(self) -> None:
         # Register the example workflows' Python functions and the system checks.
-        from workflows import checks  # noqa: F401
+        # The notifications act on committed units; the runtime runs them with its effects.
+        from workflows import (
+            checks,  # noqa: F401
+            runtime,
+        )
         from workflows.examples import functions  # noqa: F401
         from workflows.store import state_reads  # noqa: F401 - instance.context reads through it
+        from workflows.triggers import notifications
+
+        runtime.add_commit_hook(notifications.after_commit_notices)
 
         self._import_extra_functions()
         # Metrics in every process; spans only when an OTLP endpoint is configured.

@@ -140,7 +140,7 @@ class WorkflowInstance(models.Model):
     snapshot_seq = models.PositiveIntegerField(default=0)
     snapshot_bytes = models.PositiveBigIntegerField(default=0)
     delta_bytes = models.PositiveBigIntegerField(default=0)
-    # The context's JSON size (runtime/config.json_size; 0: not known yet), kept so the payload
+    # The context's JSON size (engine/deltas.json_size; 0: not known yet), kept so the payload
     # limit is checked from the changed keys alone.
     context_bytes = models.PositiveBigIntegerField(default=0)
 

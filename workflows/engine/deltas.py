@@ -20,6 +20,19 @@ from typing import Any
 CANONICAL: dict[str, Any] = {"sort_keys": True, "separators": (",", ":"), "default": str}
 
 
+def to_json(value: Any) -> str:
+    """The one serialisation of a payload: used for the size check and for the write (the size a
+    user is told is that of this text)."""
+    return json.dumps(value, default=str)
+
+
+def json_size(context: Mapping[str, Any]) -> int:
+    """len(to_json(context)) for a non-empty dict, computed per key (an empty one measures 0):
+    each item costs its key's and value's JSON plus 4 (quotes are in the key's JSON; ": " and ", ").
+    A context's size is kept on its instance and moved by each delta (store/unit.py)."""
+    return sum(len(to_json(key)) + len(to_json(value)) + 4 for key, value in context.items())
+
+
 def canonical_text(delta: Mapping[str, Any]) -> str:
     return json.dumps(delta, **CANONICAL)
 

@@ -29,7 +29,7 @@ from workflows import clock
 from workflows.engine.nodes.llm_tools import TOOL_PREFIX
 from workflows.engine.statuses import InstanceStatus, StepStatus
 from workflows.runtime.config import COMPENSATE_PREFIX
-from workflows.runtime.unit import UnitOfWork
+from workflows.store.unit import UnitOfWork
 
 # Steps take from a millisecond (a no-op python node) to minutes (an LLM call, a slow API).
 STEP_BUCKETS = (0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60, 300)

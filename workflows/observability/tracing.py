@@ -29,7 +29,7 @@ from workflows.engine.statuses import InstanceStatus, StepStatus
 from workflows.observability import genai_spans
 from workflows.runtime import engine_config, observe
 from workflows.runtime.starting import CALLER_SPAN
-from workflows.runtime.unit import UnitOfWork
+from workflows.store.unit import UnitOfWork
 
 FINAL = frozenset({InstanceStatus.COMPLETED, InstanceStatus.FAILED, InstanceStatus.CANCELLED,
                    InstanceStatus.COMPENSATED})

@@ -8,6 +8,7 @@ Public API (nothing outside this package imports a private name from it):
 - from outside: `cancel_instance`, `expire_instance`, `reconcile_subflows` (the reconciler's
   sub-workflow pass)
 - observability: `current_step` (the step this thread/task runs); commit observers in `observe`
+- `add_commit_hook`: what a layer above acts on after each commit (the notifications; runtime/effects.py)
 - on a locked instance, for operators' actions (review.py, operations.py, recovery.py): `UnitOfWork`,
   `lock`, `apply`, `resume`, `activate`, `stop_instance`, `start_compensation`, `resolve`,
   `fired_edges`, `budget_exceeded`, `check_payload`
@@ -28,6 +29,7 @@ from workflows.runtime.config import (
     node_for_step,
     queue_for,
 )
+from workflows.runtime.effects import add_hook as add_commit_hook
 from workflows.runtime.finishing import finish_groups, finish_step, finish_steps, release_step
 from workflows.runtime.instance_control import apply, cancel_instance, expire_instance, lock
 from workflows.runtime.leases import keeper
@@ -50,7 +52,8 @@ from workflows.runtime.subflows import reconcile as reconcile_subflows
 from workflows.runtime.unit import UnitOfWork
 
 __all__ = [
-    "activate", "apply", "as_step_error", "budget_exceeded", "build_call", "cancel_instance", "check_payload",
+    "activate", "add_commit_hook", "apply", "as_step_error", "budget_exceeded", "build_call", "cancel_instance",
+    "check_payload",
     "Claim", "claim_step", "claim_steps", "client_key", "COMPENSATE_PREFIX", "compensation_node", "conf",
     "current_step",
     "engine_config",

@@ -17,6 +17,7 @@ from workflows import store as stores
 from workflows.engine.nodes import get_kind
 from workflows.engine.statuses import InstanceStatus, StepStatus
 from workflows.models import StepRun, WorkflowInstance
+from workflows.runtime import effects
 from workflows.runtime.activation import may_run
 from workflows.runtime.config import conf, graph_for_version, node_for_step
 from workflows.runtime.records import Claim
@@ -34,6 +35,7 @@ def claim_step(step_id: int, worker: str, now: datetime | None = None) -> Claim 
     fast = store.claim_started(step_id, worker, token, now, lease_until)
     if fast is not None:
         step, instance = fast
+        effects.claimed([(instance, [step])])
     else:
         with store.atomic():
             step_or_none = store.claim_queued(step_id, worker, token, now, lease_until)
@@ -62,7 +64,9 @@ def claim_steps(step_ids: list[int], worker: str, now: datetime | None = None) -
     token = secrets.token_hex(8)
     store = stores.get_store()
     claims: list[Claim] = []
-    for instance, steps in store.claim_batch(step_ids, worker, token, now, now + timedelta(seconds=conf("LEASE_S"))):
+    groups = store.claim_batch(step_ids, worker, token, now, now + timedelta(seconds=conf("LEASE_S")))
+    effects.claimed(groups)
+    for instance, steps in groups:
         graph = graph_for_version(instance.version_id)
         for step in steps:
             node = node_for_step(graph, step.node_id)
@@ -85,18 +89,18 @@ def _started(store: Any, step: StepRun, instance: WorkflowInstance, worker: str,
         # (the claim's attempt is given back) until an operator resumes the instance.
         uow.update_step(step, status=StepStatus.PENDING, due_at=None, lease_token="", lease_until=None,
                         attempt=step.attempt - 1)
-        store.apply(uow)
+        effects.write(store, uow)
         return False
     if not may_run(instance, step.node_id):
         close_step(uow, step, StepStatus.CANCELLED, reason=f"instance is {instance.status}")
-        store.apply(uow)
+        effects.write(store, uow)
         return False
     if instance.deadline and now > instance.deadline:
         uow.checkpoint = True
         expire(uow)
-        store.apply(uow)
+        effects.write(store, uow)
         return False
     uow.event("step_started", step.node_id, step, visit=step.visit, attempt=step.attempt, worker=worker,
               queue=step.queue)
-    store.apply(uow)
+    effects.write(store, uow)
     return True

@@ -6,12 +6,12 @@ config and parsed graphs are cached per process (versions are immutable).
 
 from __future__ import annotations
 
-import json
 from functools import lru_cache
 from typing import Any
 
 from django.conf import settings
 
+from workflows.engine.deltas import to_json
 from workflows.engine.errors import PayloadTooLarge
 from workflows.engine.event_kinds import COMPENSATE_PREFIX as COMPENSATE_PREFIX  # re-exported for the runtime
 from workflows.engine.graph import Graph, Node
@@ -94,12 +94,6 @@ def person_kinds() -> tuple[str, ...]:
     return tuple(name for name, kind in known_kinds().items() if kind.awaits_person)
 
 
-def to_json(value: Any) -> str:
-    """The one serialisation of a payload: used for the size check and for the write (the size a
-    user is told is that of this text)."""
-    return json.dumps(value, default=str)
-
-
 def check_payload(what: str, value: Any) -> str:
     """Refuse a payload over STEADYFLOW_MAX_PAYLOAD_BYTES; returns its JSON so it is not serialised twice."""
     text = to_json(value)
@@ -112,9 +106,3 @@ def check_payload_size(what: str, size: int) -> None:
     if size > limit:
         raise PayloadTooLarge(f"{what} is {size} bytes, over the limit of {limit} bytes "
                               "(STEADYFLOW_MAX_PAYLOAD_BYTES)")
-
-
-def json_size(context: dict[str, Any]) -> int:
-    """len(to_json(context)) for a non-empty dict, computed per key (an empty one measures 0):
-    each item costs its key's and value's JSON plus 4 (quotes are in the key's JSON; ": " and ", ")."""
-    return sum(len(to_json(key)) + len(to_json(value)) + 4 for key, value in context.items())

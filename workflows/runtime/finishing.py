@@ -25,7 +25,7 @@ from workflows.engine.nodes import NodeResult
 from workflows.engine.priorities import queue_name
 from workflows.engine.statuses import InstanceStatus, StepStatus
 from workflows.models import StepRun, WorkflowInstance
-from workflows.runtime import subflows, tool_calls
+from workflows.runtime import effects, subflows, tool_calls
 from workflows.runtime.activation import budget_exceeded, fired_edges, may_run, release_throttled, resolve
 from workflows.runtime.compensation import compensate_next
 from workflows.runtime.config import check_payload, check_payload_size, is_compensation
@@ -66,11 +66,16 @@ def finish_groups(groups: list[tuple[list[Claim], list[Outcome]]], *, allow_inli
     finishing = [_Finishing(claims, outcomes, allow_inline, now) for claims, outcomes in groups]
     try:
         results = stores.get_store().finish_group([f.request() for f in finishing])
+        # The store has written (and committed, unless the caller holds a transaction) the units:
+        # their effects run after COMMIT, at once when the store committed already.
+        for done in results:
+            if done.unit is not None:
+                effects.after_commit(done.unit)
     except BaseException:
         for f in finishing:
             f.restore()
         raise
-    return [f.conclude(held, inline) for f, (held, inline) in zip(finishing, results, strict=True)]
+    return [f.conclude(done.held, done.result) for f, done in zip(finishing, results, strict=True)]
 
 
 class _Finishing:
@@ -241,5 +246,5 @@ def release_step(claim: Claim, reason: str, now: datetime | None = None) -> bool
                         lease_until=None, due_at=now)
         uow.event("step_queued", step.node_id, step, visit=step.visit, queue=step.queue,
                   released_by=claim.worker, reason=reason)
-        store.apply(uow)
+        effects.write(store, uow)
     return True

@@ -12,6 +12,7 @@ from workflows import clock
 from workflows import store as stores
 from workflows.engine.statuses import INSTANCE_ACTIVE, InstanceStatus
 from workflows.models import WorkflowInstance
+from workflows.runtime import effects
 from workflows.runtime.config import graph_for_version
 from workflows.runtime.stopping import expire, stop_instance
 from workflows.runtime.unit import UnitOfWork
@@ -27,7 +28,7 @@ def expire_instance(instance_id: int, now: datetime | None = None) -> bool:
             return False
         uow = UnitOfWork(inst, graph_for_version(inst.version_id), now)
         expire(uow)
-        store.apply(uow)
+        effects.write(store, uow)
     return True
 
 
@@ -40,7 +41,7 @@ def cancel_instance(instance_id: int, reason: str = "cancelled by request", now:
             return False
         uow = UnitOfWork(inst, graph_for_version(inst.version_id), now)
         stop_instance(uow, InstanceStatus.CANCELLED, "cancelled", {"message": reason})
-        store.apply(uow)
+        effects.write(store, uow)
     return True
 
 
@@ -50,5 +51,6 @@ def lock(instance_id: int) -> WorkflowInstance:
 
 
 def apply(uow: UnitOfWork) -> None:
-    """Write a unit of work decided on an instance locked with `lock` (inside the same transaction)."""
-    stores.get_store().apply(uow)
+    """Write a unit of work decided on an instance locked with `lock` (inside the same transaction);
+    its effects run after COMMIT."""
+    effects.write(stores.get_store(), uow)

@@ -24,7 +24,7 @@ from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
     from workflows.runtime.records import Claim
-    from workflows.runtime.unit import UnitOfWork
+    from workflows.store.unit import UnitOfWork
 
 log = logging.getLogger("steadyflow.observe")
 

@@ -21,7 +21,7 @@ from workflows.engine.statuses import InstanceStatus
 from workflows.runtime.config import conf
 
 if TYPE_CHECKING:
-    from workflows.runtime.unit import UnitOfWork
+    from workflows.store.unit import UnitOfWork
 
 SNAPSHOT_STATUSES = frozenset({InstanceStatus.HALTED, InstanceStatus.COMPLETED, InstanceStatus.FAILED,
                                InstanceStatus.CANCELLED, InstanceStatus.COMPENSATING,

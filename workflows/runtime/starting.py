@@ -24,6 +24,7 @@ from workflows.engine.inputs import prepare_input
 from workflows.engine.priorities import NORMAL, parse_priority
 from workflows.engine.statuses import InstanceStatus
 from workflows.models import WorkflowInstance, WorkflowVersion
+from workflows.runtime import effects
 from workflows.runtime.activation import new_step, resolve, start_edges
 from workflows.runtime.config import check_payload, conf, graph_for_version
 from workflows.runtime.observe import incoming_trace, instance_traceparent, trace_parts
@@ -151,7 +152,7 @@ def _create(version: WorkflowVersion, items: list[tuple[dict[str, Any], str | No
             step.output = instance.input
             resolve(uow, step, start_fired)
             units.append(uow)
-        store.apply_many(units)
+        effects.write_many(store, units)
     for instance in instances:
         log.info("instance started", extra={"instance": instance.pk, "trace_id": trace_parts(instance.trace_id)[0]})
     return instances

@@ -39,6 +39,7 @@ from workflows.engine.nodes.base import ChildRun, RecordedPlan
 from workflows.engine.planner import plan_issues_text
 from workflows.engine.statuses import INSTANCE_ACTIVE, InstanceStatus, StepStatus
 from workflows.models import StepRun, WorkflowDefinition, WorkflowInstance, WorkflowVersion
+from workflows.runtime import effects
 from workflows.runtime.compensation import start_compensation
 from workflows.runtime.config import graph_for_version, node_for_step, person_kinds
 from workflows.runtime.decided_steps import steps_of
@@ -276,7 +277,7 @@ def settle_parent_step(step_id: int, now: datetime | None = None) -> bool:
                       worker="")
         uow = UnitOfWork(parent, graph, now)
         settle(uow, step, claim, children[-1])
-        store.apply(uow)
+        effects.write(store, uow)
     return True
 
 
@@ -308,7 +309,7 @@ def compensate_children(step_ids: list[int], now: datetime | None = None) -> int
                 continue
             uow = UnitOfWork(child, graph_for_version(child.version_id), now)
             if start_compensation(uow):
-                store.apply(uow)
+                effects.write(store, uow)
                 started += 1
     return started
 
@@ -328,12 +329,3 @@ def reconcile(now: datetime) -> int:
     if step_ids:
         done += cancel_children(step_ids, now)
     return done
-
-
-def run_effect(name: str, effect: Any, *args: Any) -> None:
-    """Run a post-commit effect; a failure is logged, never raised into the commit's caller (the
-    reconciler repeats what an effect did not do)."""
-    try:
-        effect(*args)
-    except Exception:  # noqa: BLE001 - the reconciler's backstop
-        log.exception("sub-workflow effect %s failed; the reconciler will retry it", name)

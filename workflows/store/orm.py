@@ -1,6 +1,10 @@
 """The reference store: every read and write of instance, step, event and checkpoint rows through
 the Django ORM. The SQL stores (sql.py) override the hot path with hand-written statements and must
-write exactly the rows this one writes (tests/store/ compares them)."""
+write exactly the rows this one writes (tests/store/ compares them).
+
+A store writes units of work (store/unit.py) and nothing else follows from it: the post-commit
+effects (jobs, live notices, notifications, sub-workflows) are the runtime's (runtime/effects.py),
+run for the units a store says it wrote. Its own after-commit is its context cache (context_cache.py)."""
 
 from __future__ import annotations
 
@@ -10,7 +14,7 @@ from collections.abc import Callable, Iterable, Iterator
 from contextlib import AbstractContextManager
 from dataclasses import dataclass
 from datetime import datetime
-from typing import Any
+from typing import Any, NamedTuple
 
 from django.db import transaction
 from django.db.models import Sum
@@ -18,10 +22,8 @@ from django.db.models import Sum
 from workflows.engine import deltas
 from workflows.engine.statuses import StepStatus
 from workflows.models import Checkpoint, Event, ReviewItem, StateDelta, StepRun, WorkflowInstance, canonical_json
-from workflows.runtime import observe
-from workflows.runtime.unit import UnitOfWork
 from workflows.store import context_cache
-from workflows.triggers import notifications
+from workflows.store.unit import UnitOfWork
 
 
 class StaleWrite(Exception):
@@ -45,6 +47,15 @@ def mark_spent(instance: WorkflowInstance) -> None:
 
 def is_spent(instance: WorkflowInstance) -> bool:
     return bool(instance.__dict__.get(SPENT))
+
+
+class Finished(NamedTuple):
+    """What `finish` did: the steps whose leases held (none: nothing was written), what `decide`
+    returned, and the unit it wrote (the runtime runs its effects: runtime/effects.py)."""
+
+    held: set[int]
+    result: Any
+    unit: UnitOfWork | None
 
 
 @dataclass
@@ -173,10 +184,10 @@ class OrmStore:
     # --- Committing a step's outcome -------------------------------------------------------------
 
     def finish(self, instance_id: int, leases: list[tuple[int, str]], decide: Decide, *,
-               fresh: WorkflowInstance | None = None) -> tuple[set[int], Any]:
+               fresh: WorkflowInstance | None = None) -> Finished:
         """Lock the instance, check the steps' leases, let `decide` record their outcomes, write them.
-        Returns the ids of the steps whose leases held (with none, nothing is written) and what
-        `decide` returned. `fresh` is the instance as this worker last committed it; a store may
+        Returns the ids of the steps whose leases held (with none, nothing is written), what `decide`
+        returned and the unit written. `fresh` is the instance as this worker last committed it; a store may
         write against it without taking the lock first (see postgres.py); this one always locks.
         A unit whose conditional step writes lost a race is decided again, a few times."""
         for attempt in range(STALE_RETRIES):
@@ -184,10 +195,10 @@ class OrmStore:
                 with self.atomic():
                     instance, held = self.lock_with_leases(instance_id, leases)
                     if not held:
-                        return held, None
+                        return Finished(held, None, None)
                     unit, result = decide(instance, held)
                     self.apply(unit)
-                return held, result
+                return Finished(held, result, unit)
             except StaleWrite:
                 if attempt == STALE_RETRIES - 1:
                     raise
@@ -204,14 +215,15 @@ class OrmStore:
                    .values_list("pk", "lease_token"))
         return instance, {pk for pk, token in running if tokens[pk] == token}
 
-    def finish_group(self, requests: list[FinishRequest]) -> list[tuple[set[int], Any]]:
+    def finish_group(self, requests: list[FinishRequest]) -> list[Finished]:
         """finish for several instances; this store commits each on its own."""
         return [self.finish(r.instance_id, r.leases, r.decide, fresh=r.fresh) for r in requests]
 
     # --- Writing a unit of work -------------------------------------------------------------------
 
-    def apply(self, unit: UnitOfWork, *, effects: bool = True) -> None:
-        """Write everything the unit recorded, in the caller's transaction; effects after COMMIT."""
+    def apply(self, unit: UnitOfWork) -> None:
+        """Write everything the unit recorded, in the caller's transaction (the runtime registers its
+        effects: runtime/effects.py)."""
         inst = unit.instance
         self._apply_steps(unit)
         if unit.close_reviews:
@@ -240,15 +252,12 @@ class OrmStore:
         if state is not None and state_text is not None:
             Checkpoint.objects.create(instance_id=inst.pk, seq=inst.event_seq, state=state,
                                       checksum=hashlib.sha256(state_text).hexdigest(), created_at=unit.now)
-        if effects:
-            self.after_commit(unit)
+        self.remember_context(unit)
 
     def apply_many(self, units: list[UnitOfWork]) -> None:
-        """Write several units (of different instances) in the caller's transaction; their jobs are
-        enqueued together after COMMIT."""
+        """Write several units (of different instances) in the caller's transaction."""
         for unit in units:
-            self.apply(unit, effects=False)
-        self.after_commit_many(units)
+            self.apply(unit)
 
     def _apply_steps(self, unit: UnitOfWork) -> None:
         for step in unit.new_steps:
@@ -267,64 +276,6 @@ class OrmStore:
             return
         key = (inst.pk, int(inst.context_seq), max(256, int(inst.snapshot_bytes) + int(inst.delta_bytes)))
         self.on_commit(lambda: context_cache.put(*key, context))
-
-    def after_commit(self, unit: UnitOfWork) -> None:
-        self.remember_context(unit)
-        if observe.observers:
-            self.on_commit(lambda: observe.committed(unit))
-        jobs = unit.jobs()
-        if jobs:
-            from workflows.workers import dispatch
-
-            self.on_commit(lambda: dispatch.enqueue_steps(jobs, batch=True))
-        announced = self.announced(unit)
-        if announced is not None:
-            from workflows.live import notices as live
-
-            self.on_commit(lambda: live.publish_commit(*announced))
-        notifications.after_commit_notices(unit, self.on_commit)
-        self.run_effects(unit.effects)
-
-    def run_effects(self, effects: list[tuple[str, Callable[..., Any], tuple[Any, ...]]]) -> None:
-        if effects:
-            from workflows.runtime.subflows import run_effect
-
-            def run_all() -> None:
-                for name, effect, args in effects:
-                    run_effect(name, effect, *args)
-
-            self.on_commit(run_all)
-
-    def after_commit_many(self, units: list[UnitOfWork]) -> None:
-        """The effects of several units: all their jobs in one enqueue (no batching across instances)."""
-        from workflows.live import notices as live
-        from workflows.workers import dispatch
-
-        jobs = [job for unit in units for job in unit.jobs()]
-        announced = [a for a in (self.announced(unit) for unit in units) if a is not None]
-
-        def effects() -> None:
-            if observe.observers:
-                for unit in units:
-                    observe.committed(unit)
-            if jobs:
-                dispatch.enqueue_steps(jobs)
-            for notice in announced:
-                live.publish_commit(*notice)
-
-        self.on_commit(effects)
-        for unit in units:
-            self.remember_context(unit)
-            notifications.after_commit_notices(unit, self.on_commit)
-        self.run_effects([effect for unit in units for effect in unit.effects])
-
-    @staticmethod
-    def announced(unit: UnitOfWork) -> tuple[int, int, int] | None:
-        """What the live view is told after the commit: the instance and its new events' seq range
-        (the web process reads the events themselves from the log)."""
-        if not unit.events:
-            return None
-        return unit.instance.pk, unit.events[0].seq, unit.events[-1].seq
 
 
 def loads(value: Any) -> Any:

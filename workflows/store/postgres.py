@@ -20,10 +20,10 @@ import psycopg
 from django.db import DataError, connection
 
 from workflows.models import StepRun, WorkflowInstance
-from workflows.runtime.unit import UnitOfWork
 from workflows.store import statements as sql
-from workflows.store.orm import Decide, FinishRequest, StaleWrite, is_spent, mark_spent
+from workflows.store.orm import Decide, Finished, FinishRequest, StaleWrite, is_spent, mark_spent
 from workflows.store.sql import SqlStore
+from workflows.store.unit import UnitOfWork
 
 log = logging.getLogger("steadyflow.store")
 TRANSACTION_CONTROL = frozenset({"BEGIN", "COMMIT"})
@@ -64,11 +64,11 @@ class PostgresStore(SqlStore):
                 cursors.append(cursor)
         return cursors
 
-    def apply(self, unit: UnitOfWork, *, effects: bool = True) -> None:
+    def apply(self, unit: UnitOfWork) -> None:
         # The guarded step UPDATE fails its statement (division by zero) where the other stores see
         # no row changed: the same stale write, to be decided again (finish) like theirs.
         try:
-            super().apply(unit, effects=effects)
+            super().apply(unit)
         except DataError as exc:
             if isinstance(exc.__cause__, psycopg.errors.DivisionByZero):
                 raise StaleWrite("a step moved on while the runtime decided") from exc
@@ -88,22 +88,20 @@ class PostgresStore(SqlStore):
             if not groups or groups[-1][0].pk != row[0]:
                 groups.append((self.instance_from(row[:split]), []))
             groups[-1][1].append(self.step_from(row[split:]))
-        for instance, steps in groups:
-            self.publish_started_many(instance, steps, now)
         return groups
 
     def finish(self, instance_id: int, leases: list[tuple[int, str]], decide: Decide, *,
-               fresh: WorkflowInstance | None = None) -> tuple[set[int], Any]:
+               fresh: WorkflowInstance | None = None) -> Finished:
         if fresh is not None and not connection.in_atomic_block and not is_spent(fresh):
             # Decided as if every lease held: the guarded step writes prove it, or the commit fails.
             held = {pk for pk, _ in leases}
             unit, result = decide(fresh, held)
             if not unit.new_reviews and not unit.needs_lock and self._commit_unlocked(unit):
-                return held, result
+                return Finished(held, result, unit)
             mark_spent(fresh)
         return super().finish(instance_id, leases, decide)
 
-    def finish_group(self, requests: list[FinishRequest]) -> list[tuple[set[int], Any]]:
+    def finish_group(self, requests: list[FinishRequest]) -> list[Finished]:
         """Group commit: the outcomes of several instances decided against the instances as this
         worker holds them, written in one transaction and one round trip (instances in id order, the
         lock order of every multi-instance writer). If any guard fails, the group is rolled back and
@@ -125,7 +123,7 @@ class PostgresStore(SqlStore):
                 break
         else:
             if self._commit_unlocked([decided[i][1] for i in ordered]):
-                return [(decided[i][0], decided[i][2]) for i in range(len(requests))]
+                return [Finished(decided[i][0], decided[i][2], decided[i][1]) for i in range(len(requests))]
         # Not written: the instances decided on no longer match the database; each request is
         # decided again under its lock.
         for i in decided:
@@ -162,7 +160,7 @@ class PostgresStore(SqlStore):
             return False
         for unit, (first, steps) in zip(units, spans, strict=True):
             self._check_steps(unit, cursors[first:first + steps])
-            self.after_commit(unit)
+            self.remember_context(unit)
         return True
 
     def extend_leases(self, leases: Iterable[tuple[int, str]], now: datetime, until: datetime) -> int:

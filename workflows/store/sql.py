@@ -21,9 +21,9 @@ from django.db import connection
 
 from workflows.engine import deltas
 from workflows.models import StepRun, WorkflowInstance
-from workflows.runtime.unit import UnitOfWork
 from workflows.store import statements as sql
 from workflows.store.orm import OrmStore, StaleWrite, loads
+from workflows.store.unit import UnitOfWork
 
 CANONICAL = {"sort_keys": True, "separators": (",", ":"), "default": str}
 
@@ -141,13 +141,6 @@ class SqlStore(OrmStore):
             return steps[0], instance
         return None
 
-    def publish_started_many(self, instance: WorkflowInstance, steps: list[StepRun], now: datetime) -> None:
-        """Tell the live view about the step_started events a one-statement claim wrote (numbered in
-        step id order, ending at the instance's event seq)."""
-        from workflows.live import notices as live
-
-        live.publish_commit(instance.pk, instance.event_seq - len(steps) + 1, instance.event_seq)
-
     # --- Writing a unit of work -------------------------------------------------------------------
 
     def _json(self, unit: UnitOfWork, value: Any) -> str | None:
@@ -254,9 +247,10 @@ class SqlStore(OrmStore):
             cursors = self.run_batch(batch)
             for unit, (first, steps) in zip(units, spans, strict=True):
                 self._check_steps(unit, cursors[first:first + steps])
-        self.after_commit_many(units)
+        for unit in units:
+            self.remember_context(unit)
 
-    def apply(self, unit: UnitOfWork, *, effects: bool = True) -> None:
+    def apply(self, unit: UnitOfWork) -> None:
         written: tuple[dict[Any, Any], list[Any]] | None = None
         if unit.new_reviews:
             # Review items are rare (halts, human tasks) and need their step's id, and their own id
@@ -267,7 +261,7 @@ class SqlStore(OrmStore):
                     self.run_batch([(sql.CLOSE_REVIEWS, (self.ts(unit.now), unit.instance.pk))])
                     unit.close_reviews = False
                 self._check_steps(unit, self.run_batch(self._step_batch(unit)))
-            # Written: the batch below must not write them again, but the post-commit effects
+            # Written: the batch below must not write them again, but the runtime's post-commit effects
             # (commit observers: the step metrics) read them, so they are put back afterwards.
             written = (dict(unit.changes), list(unit.new_steps))
             unit.changes.clear()
@@ -281,8 +275,7 @@ class SqlStore(OrmStore):
         if written is not None:
             unit.changes.update(written[0])
             unit.new_steps[:0] = written[1]
-        if effects:
-            self.after_commit(unit)
+        self.remember_context(unit)
 
     @staticmethod
     def _checkpoint_text(unit: UnitOfWork, context_json: str, state_json: str) -> str:

@@ -83,8 +83,6 @@ class SqliteStore(SqlStore):
                                                     started_payload(step), instance.trace_id, at))
                                 for n, step in enumerate(steps)])
                 groups.append((instance, steps))
-        for instance, steps in groups:
-            self.publish_started_many(instance, steps, now)
         return groups
 
     def extend_leases(self, leases: Iterable[tuple[int, str]], now: datetime, until: datetime) -> int:

@@ -1,12 +1,13 @@
 """Notices when an instance halts into review, fails, or waits on a human task.
 
-The runtime's stores call `after_commit_notices(unit)` (workflows/store/orm.py) for every unit they
-write; it looks only at what the unit recorded (new review items, a failed status) and, when there
-is something to tell, registers an on-commit effect. Nothing happens inside the hot path's
-transaction: after COMMIT, one delivery row per subscribed channel is inserted (cheap, rare) and a
-job on the `default` queue attempts them. A delivery that fails is retried with exponential backoff
-by the scheduler loop (`retry_due`, also the safety net when Redis was away at enqueue time), with
-one DeliveryAttempt row per attempt (status code or error, next attempt).
+The runtime calls `after_commit_notices(unit)` for every unit a store writes (a commit hook, registered
+by workflows/apps.py; runtime/effects.py); it looks only at what the unit recorded (new review items,
+a failed status) and, when there is something to tell, registers an on-commit effect. Nothing
+happens inside the hot path's transaction: after COMMIT, one delivery row per subscribed channel is
+inserted (cheap, rare) and a job on the `default` queue attempts them. A delivery that fails is
+retried with exponential backoff by the scheduler loop (`retry_due`, also the safety net when Redis
+was away at enqueue time), with one DeliveryAttempt row per attempt (status code or error, next
+attempt).
 
 Outgoing webhooks go through the guarded outbound client (STEADYFLOW_HTTP_ALLOWLIST for private
 targets) and are signed like incoming ones (workflows/triggers/signing.py).

@@ -5,5 +5,6 @@ Redis outage (redis_outage.py). The RQ job entry points stay in workflows/jobs.p
 them by dotted path in Redis); the ORM-safe thread pool is workflows/db_threads.py.
 
 May import: the engine, the runtime's facade (`workflows.runtime`), stores, models, adapters, live
-and observability. Never the scheduler, operators or dashboard/.
+and observability. Never the scheduler, operators or dashboard/. dispatch.py is a leaf (RQ and
+settings only) that the runtime's post-commit effects use (tests/layers.py places it low).
 """
