@@ -23,8 +23,6 @@ KNOWN: dict[str, list[str]] = {
     "workflows-dashboard": [],
     "store-runtime": [],
     "runtime-facade": [
-        # The instance page's sub-workflow panel reads the runtime's query for children.
-        "dashboard.api.instance_api -> workflows.runtime.subflows",
         # Node trial and planning build a node's config and redact it as the runtime does.
         "workflows.authoring.node_trial -> workflows.runtime.config",
         "workflows.authoring.node_trial -> workflows.runtime.records",
@@ -60,13 +58,7 @@ KNOWN: dict[str, list[str]] = {
         # runtime/subflows.py names the planner's generated definitions (authoring/plans.py).
         "workflows.runtime -> workflows.authoring",
     ],
-    "cycles": [
-        # Inside the runtime: stopping and compensation record sub-workflow effects naming
-        # runtime.subflows' functions (imported in their bodies), and subflows decides with them.
-        "workflows.runtime.activation | workflows.runtime.compensation | workflows.runtime.instance_control"
-        " | workflows.runtime.starting | workflows.runtime.step_outcomes | workflows.runtime.stopping"
-        " | workflows.runtime.subflows",
-    ],
+    "cycles": [],
 }
 
 

@@ -27,7 +27,7 @@ from workflows.engine.priorities import queue_names
 from workflows.engine.statuses import InstanceStatus, StepStatus
 from workflows.models import BreakerState, ReviewItem, ReviewStatus, StepRun, WorkflowInstance
 from workflows.operators import operations
-from workflows.runtime.subflows import child_kinds
+from workflows.runtime import child_kinds
 
 log = logging.getLogger("steadyflow.dashboard")
 

@@ -6,7 +6,7 @@ Public API (nothing outside this package imports a private name from it):
 - a worker's step: `claim_step`, `build_call`, `run_claimed`, `finish_step`,
   `finish_step_reconnecting`, `release_step`, `run_step` (the whole loop for one job)
 - from outside: `cancel_instance`, `expire_instance`, `reconcile_subflows` (the reconciler's
-  sub-workflow pass)
+  sub-workflow pass), `child_kinds` (the node types that start sub-workflows)
 - observability: `current_step` (the step this thread/task runs); commit observers in `observe`
 - `add_commit_hook`: what a layer above acts on after each commit (the notifications; runtime/effects.py)
 - on a locked instance, for operators' actions (review.py, operations.py, recovery.py): `UnitOfWork`,
@@ -22,6 +22,7 @@ from workflows.runtime.compensation import start_compensation
 from workflows.runtime.config import (
     COMPENSATE_PREFIX,
     check_payload,
+    child_kinds,
     compensation_node,
     conf,
     engine_config,
@@ -53,7 +54,7 @@ from workflows.runtime.unit import UnitOfWork
 
 __all__ = [
     "activate", "add_commit_hook", "apply", "as_step_error", "budget_exceeded", "build_call", "cancel_instance",
-    "check_payload",
+    "check_payload", "child_kinds",
     "Claim", "claim_step", "claim_steps", "client_key", "COMPENSATE_PREFIX", "compensation_node", "conf",
     "current_step",
     "engine_config",

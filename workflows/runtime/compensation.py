@@ -10,7 +10,7 @@ from workflows import store as stores
 from workflows.engine.nodes import get_kind
 from workflows.engine.statuses import InstanceStatus, StepStatus
 from workflows.models import StepRun
-from workflows.runtime.config import COMPENSATE_PREFIX, compensation_node, is_compensation, queue_for
+from workflows.runtime.config import COMPENSATE_PREFIX, child_kinds, compensation_node, is_compensation, queue_for
 from workflows.runtime.decided_steps import steps_of
 from workflows.runtime.unit import UnitOfWork
 
@@ -22,13 +22,11 @@ def start_compensation(uow: UnitOfWork) -> bool:
     inst = uow.instance
     nodes = uow.graph.nodes
     succeeded = steps_of(uow, [StepStatus.SUCCEEDED])
-    from workflows.runtime import subflows
-
-    parents = [step.pk for step in succeeded if step.node_type in subflows.child_kinds() and step.pk is not None]
+    parents = [step.pk for step in succeeded if step.node_type in child_kinds() and step.pk is not None]
     if parents:
         # The children these steps completed compensate too (their own `compensate` actions), after
         # this commit and alongside this instance's compensations; docs/graph-format.md, Sub-workflows.
-        uow.after_commit("compensate_children", subflows.compensate_children, parents)
+        uow.after_commit("compensate_children", parents)
     done = [step for step in succeeded
             if not is_compensation(step.node_id) and step.node_id in nodes and nodes[step.node_id].compensate]
     # Newest first: the saga undoes the steps in the reverse order of their completion.

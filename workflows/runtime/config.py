@@ -88,6 +88,11 @@ def node_for_step(graph: Graph, node_id: str) -> Node:
     return graph.nodes[node_id]
 
 
+def child_kinds() -> frozenset[str]:
+    """The node types whose steps start children and wait for them: subworkflow, planner."""
+    return frozenset(name for name, kind in known_kinds().items() if kind.starts_children)
+
+
 @lru_cache(maxsize=1)
 def person_kinds() -> tuple[str, ...]:
     """Node types whose steps wait for a person (human tasks), not for a worker."""

@@ -11,7 +11,11 @@ each unit, in this order:
 - the commit hooks of the layers above the runtime (the notifications, workflows/triggers/, registered
   at start-up by workflows/apps.py);
 - its sub-workflow effects (settle a parent, cancel or compensate children: runtime/subflows.py),
-  each failure logged (the reconciler repeats what an effect did not do).
+  each failure logged (the reconciler repeats what an effect did not do). A unit records them by
+  name (`UnitOfWork.after_commit(name, *args)`), run by the action registered under the name:
+  the modules that decide them (stopping, compensation) need not import runtime/subflows, which
+  decides with them (no import cycle), and subflows registers its actions when it is imported (the
+  package imports it, so before any unit is written).
 
 Several units written together (a bulk start) share one enqueue.
 """
@@ -35,6 +39,7 @@ log = logging.getLogger("steadyflow.runtime")
 OnCommit = Callable[[Callable[[], object]], None]
 CommitHook = Callable[[UnitOfWork, OnCommit], None]
 hooks: list[CommitHook] = []
+actions: dict[str, Callable[..., Any]] = {}
 
 
 class Writer(Protocol):
@@ -50,6 +55,11 @@ def add_hook(hook: CommitHook) -> None:
     write time and registers what it does after COMMIT (it looks only at the unit, in memory)."""
     if hook not in hooks:
         hooks.append(hook)
+
+
+def register(name: str, action: Callable[..., Any]) -> None:
+    """The action a unit's post-commit effect `name` runs (UnitOfWork.after_commit)."""
+    actions[name] = action
 
 
 def write(store: Writer, unit: UnitOfWork) -> None:
@@ -100,20 +110,20 @@ def after_commit_many(units: Sequence[UnitOfWork]) -> None:
     run_after_commit([effect for unit in units for effect in unit.effects])
 
 
-def run_after_commit(effects: list[tuple[str, Callable[..., Any], tuple[Any, ...]]]) -> None:
+def run_after_commit(effects: list[tuple[str, tuple[Any, ...]]]) -> None:
     if effects:
         def run_all() -> None:
-            for name, effect, args in effects:
-                run_effect(name, effect, *args)
+            for name, args in effects:
+                run_effect(name, *args)
 
         transaction.on_commit(run_all)
 
 
-def run_effect(name: str, effect: Callable[..., Any], *args: Any) -> None:
+def run_effect(name: str, *args: Any) -> None:
     """Run a post-commit effect; a failure is logged, never raised into the commit's caller (the
     reconciler repeats what an effect did not do)."""
     try:
-        effect(*args)
+        actions[name](*args)
     except Exception:  # noqa: BLE001 - the reconciler's backstop
         log.exception("sub-workflow effect %s failed; the reconciler will retry it", name)
 

@@ -15,6 +15,14 @@ from workflows.models import StepRun, WorkflowInstance
 TRACEBACK_CHARS = 4000
 
 
+@dataclass(frozen=True)
+class ParentLink:
+    """What a child instance records of the step that started it (runtime/subflows.py)."""
+
+    step_id: int
+    depth: int
+
+
 @dataclass
 class Claim:
     """A step this worker holds under a lease token, with the instance as the claim (or the

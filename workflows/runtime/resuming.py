@@ -13,7 +13,7 @@ from workflows.engine.scheduling import joins_for_reroute
 from workflows.engine.statuses import STEP_OPEN, InstanceStatus, StepStatus
 from workflows.runtime import subflows
 from workflows.runtime.activation import activate, release_throttled
-from workflows.runtime.config import conf, person_kinds
+from workflows.runtime.config import child_kinds, conf, person_kinds
 from workflows.runtime.decided_steps import steps_of
 from workflows.runtime.unit import UnitOfWork
 
@@ -63,7 +63,7 @@ def resume(uow: UnitOfWork, *, goto: str | None = None, note: str = "") -> None:
         return
     waiting = bool(steps_of(uow, [StepStatus.PENDING], node_types=person_kinds())) or any(
         subflows.waits_on_child(step)
-        for step in steps_of(uow, [StepStatus.PENDING], node_types=list(subflows.child_kinds()), parked_only=True))
+        for step in steps_of(uow, [StepStatus.PENDING], node_types=list(child_kinds()), parked_only=True))
     uow.set_instance(status=InstanceStatus.WAITING if waiting else InstanceStatus.RUNNING, halt_reason="",
                      error=None, state=state)
     if inst.deadline and inst.deadline <= uow.now:

@@ -28,7 +28,7 @@ from workflows.runtime import effects
 from workflows.runtime.activation import new_step, resolve, start_edges
 from workflows.runtime.config import check_payload, conf, graph_for_version
 from workflows.runtime.observe import incoming_trace, instance_traceparent, trace_parts
-from workflows.runtime.subflows import ParentLink
+from workflows.runtime.records import ParentLink
 from workflows.runtime.unit import UnitOfWork
 
 log = logging.getLogger("steadyflow.runtime")

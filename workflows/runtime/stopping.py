@@ -12,23 +12,21 @@ from typing import Any
 from workflows.engine.statuses import STEP_OPEN, InstanceStatus, StepStatus
 from workflows.models import ReviewItem, StepRun
 from workflows.runtime.compensation import start_compensation
-from workflows.runtime.config import conf
+from workflows.runtime.config import child_kinds, conf
 from workflows.runtime.decided_steps import steps_of
 from workflows.runtime.unit import UnitOfWork
 
 
 def cancel_open_steps(uow: UnitOfWork, reason: str) -> None:
-    from workflows.runtime import subflows
-
     waiting_on_children = []
     for step in steps_of(uow, STEP_OPEN):
         uow.update_step(step, status=StepStatus.CANCELLED, finished_at=uow.now, lease_token="", lease_until=None)
         uow.event("step_cancelled", step.node_id, step, reason=reason)
-        if step.node_type in subflows.child_kinds() and step.pk is not None:
+        if step.node_type in child_kinds() and step.pk is not None:
             waiting_on_children.append(step.pk)
     if waiting_on_children:
         # A cancelled sub-workflow step cancels its child (after this commit; the reconciler too).
-        uow.after_commit("cancel_children", subflows.cancel_children, waiting_on_children)
+        uow.after_commit("cancel_children", waiting_on_children)
     if uow.instance.state.pop("throttled", None) is not None:
         uow.set_instance(state=uow.instance.state)
     uow.set_instance(open_steps=0)
@@ -38,11 +36,9 @@ def finish_instance(uow: UnitOfWork, status: str, reason: str, error: dict[str, 
     uow.set_instance(status=status, halt_reason=reason, error=error, finished_at=uow.now)
     uow.event(f"instance_{status}", reason=reason, error=error)
     if uow.instance.parent_step_id is not None:
-        from workflows.runtime import subflows
-
         # A sub-workflow's end settles the parent step that waits for it (after this commit; the
         # reconciler repeats it if this process dies first).
-        uow.after_commit("child_ended", subflows.child_ended, uow.instance.pk)
+        uow.after_commit("child_ended", uow.instance.pk)
     # Nothing is left to decide on an instance that ended.
     uow.close_reviews = True
 

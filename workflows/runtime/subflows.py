@@ -21,7 +21,6 @@ while it waits for another.
 from __future__ import annotations
 
 import logging
-from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
 
@@ -34,17 +33,17 @@ from workflows import store as stores
 from workflows.authoring import plans
 from workflows.engine.errors import ExpressionError, PayloadTooLarge, PermanentStepError, StepError
 from workflows.engine.inputs import InputInvalid
-from workflows.engine.nodes import get_kind, known_kinds
+from workflows.engine.nodes import get_kind
 from workflows.engine.nodes.base import ChildRun, RecordedPlan
 from workflows.engine.planner import plan_issues_text
 from workflows.engine.statuses import INSTANCE_ACTIVE, InstanceStatus, StepStatus
 from workflows.models import StepRun, WorkflowDefinition, WorkflowInstance, WorkflowVersion
 from workflows.runtime import effects
 from workflows.runtime.compensation import start_compensation
-from workflows.runtime.config import graph_for_version, node_for_step, person_kinds
+from workflows.runtime.config import child_kinds, graph_for_version, node_for_step, person_kinds
 from workflows.runtime.decided_steps import steps_of
 from workflows.runtime.instance_control import cancel_instance
-from workflows.runtime.records import Claim
+from workflows.runtime.records import Claim, ParentLink
 from workflows.runtime.redaction import redacted_input
 from workflows.runtime.step_outcomes import fail_attempt
 from workflows.runtime.unit import UnitOfWork
@@ -59,19 +58,6 @@ CHILD_FAILED = frozenset({InstanceStatus.FAILED, InstanceStatus.CANCELLED, Insta
 CHILD_ENDED = CHILD_FAILED | {InstanceStatus.COMPLETED}
 CHILD_ALIVE = INSTANCE_ACTIVE | {InstanceStatus.HALTED}
 BATCH = 200
-
-
-@dataclass(frozen=True)
-class ParentLink:
-    """What a child instance records of the step that started it."""
-
-    step_id: int
-    depth: int
-
-
-def child_kinds() -> frozenset[str]:
-    """The node types whose steps start children and wait for them: subworkflow, planner."""
-    return frozenset(name for name, kind in known_kinds().items() if kind.starts_children)
 
 
 def depth_of(instance: WorkflowInstance) -> int:
@@ -329,3 +315,9 @@ def reconcile(now: datetime) -> int:
     if step_ids:
         done += cancel_children(step_ids, now)
     return done
+
+
+# The post-commit effects stopping.py and compensation.py record by name (runtime/effects.py).
+effects.register("child_ended", child_ended)
+effects.register("cancel_children", cancel_children)
+effects.register("compensate_children", compensate_children)

@@ -82,8 +82,9 @@ class UnitOfWork:
     # holding the lock while it decided, guarded by this (every transition moves the sequence).
     loaded_seq: int = -1
     # Post-commit effects besides jobs and the live notice (sub-workflows: settle a parent, cancel
-    # or compensate children), each (name, callable, args); run after COMMIT, failures logged.
-    effects: list[tuple[str, Callable[..., Any], tuple[Any, ...]]] = field(default_factory=list)
+    # or compensate children), each (name, args): the runtime runs the action registered under the
+    # name after COMMIT (runtime/effects.py), failures logged.
+    effects: list[tuple[str, tuple[Any, ...]]] = field(default_factory=list)
     # Decided on something outside this instance (a child's status): write it only under the
     # instance lock, never on the unlocked fast path (store/postgres.py).
     needs_lock: bool = False
@@ -179,8 +180,9 @@ class UnitOfWork:
     def dispatch(self, step: StepRun) -> None:
         self.enqueue.append(step)
 
-    def after_commit(self, name: str, effect: Callable[..., Any], *args: Any) -> None:
-        self.effects.append((name, effect, args))
+    def after_commit(self, name: str, *args: Any) -> None:
+        """Record a post-commit effect by name: runtime/effects.py runs what is registered under it."""
+        self.effects.append((name, args))
 
     def remember_json(self, value: Any, text: str) -> None:
         # The value is kept alongside its text so its id() cannot be reused while the unit lives.
