@@ -1,9 +1,11 @@
-"""statements.py: its column lists follow the models (rows hydrate positionally), and every statement
-runs on its database with the parameters its docstring names."""
+"""statements.py: its column lists follow the models (rows hydrate positionally), every statement
+runs on its database with the parameters its docstring names, and the runtime's rules it repeats are
+the Python constants' (every literal is one of their values; the claim's rule is may_run's)."""
 
 from __future__ import annotations
 
 import json
+import re
 from collections.abc import Callable
 from datetime import datetime, timedelta
 from typing import Any
@@ -13,9 +15,13 @@ from django.db import connection, models, transaction
 
 from tests.store import graphs
 from tests.store.driver import Driver
-from workflows.models import StepRun, WorkflowInstance
+from workflows.engine.event_kinds import COMPENSATE_PREFIX, EVENT_KINDS
+from workflows.engine.statuses import INSTANCE_ACTIVE, InstanceStatus, StepStatus
+from workflows.models import ReviewStatus, StepRun, WorkflowInstance
+from workflows.runtime.activation import may_run
 from workflows.store import get_store
 from workflows.store import statements as sql
+from workflows.store.sqlite import started_payload
 
 
 def _columns(model: type[models.Model]) -> tuple[str, ...]:
@@ -144,3 +150,43 @@ def test_sqlite_text_has_no_postgresql_syntax() -> None:
         text = sql.for_sqlite(getattr(sql, name))
         assert "%s" not in text and "::" not in text and "FOR UPDATE" not in text, name
         assert text.count("?") == getattr(sql, name).count("%s"), name
+
+
+# --- The runtime's rules, from its constants ---------------------------------------------------------
+
+def _literals(text: str) -> set[str]:
+    return {match.replace("''", "'") for match in re.findall(r"'((?:[^']|'')*)'", text)}
+
+
+def test_every_literal_in_the_statements_is_a_constants_value() -> None:
+    step_started_keys = set(json.loads(started_payload(StepRun(visit=1, attempt=1, worker="w", queue="q"))))
+    constants = ({*StepStatus, *InstanceStatus, *ReviewStatus.values, COMPENSATE_PREFIX, sql.STEP_STARTED}
+                 | step_started_keys)
+    for name in _statement_names():
+        stray = _literals(getattr(sql, name)) - {str(value) for value in constants}
+        assert not stray, f"{name} types {stray} instead of writing the constants"
+    # The claims write exactly the constants' values: the active statuses, the compensation prefix
+    # and its length, the event kind that means "running".
+    for name in ("PG_CLAIM_BATCH", "SQLITE_CLAIM_BATCH"):
+        text = getattr(sql, name)
+        [active] = re.findall(r"ELSE \S+ IN \(([^)]*)\)", text)
+        assert _literals(active) == {str(status) for status in INSTANCE_ACTIVE}
+        assert f"{len(COMPENSATE_PREFIX)}) = '{COMPENSATE_PREFIX}' THEN" in text
+        assert f"= '{InstanceStatus.COMPENSATING}' ELSE" in text
+    assert sql.STEP_STARTED in EVENT_KINDS and f"'{sql.STEP_STARTED}'" in sql.PG_CLAIM_BATCH
+    assert _literals(sql.CLOSE_REVIEWS) == {ReviewStatus.OPEN, ReviewStatus.CLOSED}
+
+
+@pytest.mark.django_db
+def test_the_claims_rule_is_the_runtimes_for_every_status() -> None:
+    """The condition both claims use (statements.may_run), evaluated by the database, against
+    runtime/activation.may_run: every instance status, a compensation step and others."""
+    condition = sql.may_run("t.node_id", "t.status")
+    nodes = ["a", f"{COMPENSATE_PREFIX}a", COMPENSATE_PREFIX.rstrip(":"), f"x{COMPENSATE_PREFIX}a"]
+    with connection.cursor() as cursor:
+        for status in InstanceStatus:
+            for node in nodes:
+                cursor.execute(f"SELECT {condition} FROM (SELECT %s AS node_id, %s AS status) AS t",
+                               [node, str(status)])
+                got = bool(cursor.fetchone()[0])
+                assert got == may_run(WorkflowInstance(status=status), node), (status, node)

@@ -4,9 +4,20 @@ Written for PostgreSQL with `%s` placeholders; `for_sqlite()` gives the SQLite t
 databases share (placeholders `?`, no `::jsonb` casts). Column lists follow the models' field
 order, so a row hydrates a model positionally (tests/store/test_statements.py checks them against
 the models, so a migration cannot silently shift them).
+
+The runtime's rules a statement repeats (the step and review statuses it matches, which instances may
+start which steps, the compensation prefix) are written from the Python constants, never typed again
+(tests/store/test_statements.py checks each literal against them, and the claim rule against
+runtime/activation.may_run for every status).
 """
 
 from __future__ import annotations
+
+from collections.abc import Iterable
+
+from workflows.engine.event_kinds import COMPENSATE_PREFIX, NODE_STATE_BY_EVENT
+from workflows.engine.statuses import INSTANCE_ACTIVE, InstanceStatus, StepStatus
+from workflows.models import ReviewStatus
 
 INSTANCE = "workflows_workflowinstance"
 STEP = "workflows_steprun"
@@ -36,6 +47,30 @@ def _cols(prefix: str, columns: tuple[str, ...]) -> str:
     return ", ".join(f"{prefix}.{c}" for c in columns)
 
 
+def literal(value: str) -> str:
+    """A constant as an SQL string literal."""
+    return "'" + str(value).replace("'", "''") + "'"
+
+
+def literals(values: Iterable[str]) -> str:
+    return ", ".join(literal(value) for value in sorted(values))
+
+
+QUEUED, RUNNING, SUCCEEDED = literal(StepStatus.QUEUED), literal(StepStatus.RUNNING), literal(StepStatus.SUCCEEDED)
+REVIEW_OPEN, REVIEW_CLOSED = literal(ReviewStatus.OPEN), literal(ReviewStatus.CLOSED)
+# The event a claim writes: the one that moves a step to running (engine/event_kinds.py).
+STEP_STARTED = next(kind for kind, state in NODE_STATE_BY_EVENT.items() if state == StepStatus.RUNNING)
+
+
+def may_run(node_id: str, status: str) -> str:
+    """runtime/activation.may_run as an SQL condition on a step's node id and its instance's status:
+    a compensation step (its node id starts with COMPENSATE_PREFIX) runs while the instance
+    compensates, any other while it is active (INSTANCE_ACTIVE)."""
+    return (f"CASE WHEN substr({node_id}, 1, {len(COMPENSATE_PREFIX)}) = {literal(COMPENSATE_PREFIX)} "
+            f"THEN {status} = {literal(InstanceStatus.COMPENSATING)} "
+            f"ELSE {status} IN ({literals(INSTANCE_ACTIVE)}) END")
+
+
 # -- Reads under the instance lock ----------------------------------------------------------------
 
 LOCK_INSTANCE = f"SELECT {', '.join(INSTANCE_COLUMNS)} FROM {INSTANCE} WHERE id = %s FOR UPDATE"
@@ -43,7 +78,7 @@ LOCK_INSTANCE = f"SELECT {', '.join(INSTANCE_COLUMNS)} FROM {INSTANCE} WHERE id 
 
 LOCK_FOR_FINISH = (
     f"SELECT {_cols('i', INSTANCE_COLUMNS)}, EXISTS (SELECT 1 FROM {STEP} s WHERE s.id = %s "
-    f"AND s.status = 'running' AND s.lease_token = %s) FROM {INSTANCE} i WHERE i.id = %s FOR UPDATE OF i"
+    f"AND s.status = {RUNNING} AND s.lease_token = %s) FROM {INSTANCE} i WHERE i.id = %s FOR UPDATE OF i"
 )
 """Lock the instance and check the lease of the step whose outcome commits, in one round trip.
 Params: step id, lease token, instance id. The last column is true while the lease holds."""
@@ -51,8 +86,8 @@ Params: step id, lease token, instance id. The last column is true while the lea
 # -- Claims and leases --------------------------------------------------------------------------
 
 CLAIM_QUEUED = (
-    f"UPDATE {STEP} SET status = 'running', attempt = attempt + 1, worker = %s, lease_token = %s, "
-    f"started_at = %s, heartbeat_at = %s, lease_until = %s WHERE id = %s AND status = 'queued' "
+    f"UPDATE {STEP} SET status = {RUNNING}, attempt = attempt + 1, worker = %s, lease_token = %s, "
+    f"started_at = %s, heartbeat_at = %s, lease_until = %s WHERE id = %s AND status = {QUEUED} "
     f"RETURNING {', '.join(STEP_COLUMNS)}"
 )
 """Claim a queued step (the general path). Params: worker, token, now, now, lease until, step id."""
@@ -63,18 +98,17 @@ CLAIM_QUEUED = (
 # general path.
 PG_CLAIM_BATCH = f"""
 WITH targets AS (
-    SELECT DISTINCT instance_id FROM {STEP} WHERE id = ANY(%s) AND status = 'queued'),
+    SELECT DISTINCT instance_id FROM {STEP} WHERE id = ANY(%s) AND status = {QUEUED}),
 locked AS (
     SELECT id, status, deadline FROM {INSTANCE}
     WHERE id IN (SELECT instance_id FROM targets) ORDER BY id FOR UPDATE),
 claimed AS (
-    UPDATE {STEP} AS s SET status = 'running', attempt = s.attempt + 1, worker = %s, lease_token = %s,
+    UPDATE {STEP} AS s SET status = {RUNNING}, attempt = s.attempt + 1, worker = %s, lease_token = %s,
         started_at = %s, heartbeat_at = %s, lease_until = %s
     FROM locked
-    WHERE s.id = ANY(%s) AND s.status = 'queued' AND s.instance_id = locked.id
+    WHERE s.id = ANY(%s) AND s.status = {QUEUED} AND s.instance_id = locked.id
       AND (locked.deadline IS NULL OR locked.deadline >= %s)
-      AND CASE WHEN substr(s.node_id, 1, 11) = 'compensate:' THEN locked.status = 'compensating'
-               ELSE locked.status IN ('pending', 'running', 'waiting') END
+      AND {may_run("s.node_id", "locked.status")}
     RETURNING s.*),
 numbered AS (
     SELECT claimed.*, row_number() OVER (PARTITION BY claimed.instance_id ORDER BY claimed.id) AS n,
@@ -87,7 +121,7 @@ bumped AS (
     RETURNING i.*),
 logged AS (
     INSERT INTO {EVENT} (instance_id, seq, type, node_id, step_id, payload, trace_id, created_at)
-    SELECT bumped.id, bumped.event_seq - numbered.total + numbered.n, 'step_started', numbered.node_id,
+    SELECT bumped.id, bumped.event_seq - numbered.total + numbered.n, {literal(STEP_STARTED)}, numbered.node_id,
         numbered.id, jsonb_build_object('visit', numbered.visit, 'attempt', numbered.attempt,
                                         'worker', numbered.worker, 'queue', numbered.queue),
         bumped.trace_id, %s
@@ -101,12 +135,11 @@ instance's step_started events numbered in step id order. Params: step ids, work
 now, lease until, step ids, now, now, now."""
 
 SQLITE_CLAIM_BATCH = (
-    f"UPDATE {STEP} SET status = 'running', attempt = attempt + 1, worker = %s, lease_token = %s, "
+    f"UPDATE {STEP} SET status = {RUNNING}, attempt = attempt + 1, worker = %s, lease_token = %s, "
     f"started_at = %s, heartbeat_at = %s, lease_until = %s "
-    f"WHERE id IN (SELECT value FROM json_each(%s)) AND status = 'queued' AND EXISTS (SELECT 1 FROM {INSTANCE} i "
+    f"WHERE id IN (SELECT value FROM json_each(%s)) AND status = {QUEUED} AND EXISTS (SELECT 1 FROM {INSTANCE} i "
     f"WHERE i.id = {STEP}.instance_id AND (i.deadline IS NULL OR i.deadline >= %s) "
-    f"AND CASE WHEN substr({STEP}.node_id, 1, 11) = 'compensate:' THEN i.status = 'compensating' "
-    f"ELSE i.status IN ('pending', 'running', 'waiting') END) "
+    f"AND {may_run(f'{STEP}.node_id', 'i.status')}) "
     f"RETURNING {', '.join(STEP_COLUMNS)}"
 )
 """SQLite's batch claim (the step ids as a JSON array). Params: worker, token, now, now, lease until,
@@ -121,18 +154,18 @@ SQLITE_BUMP_SEQ_BY = (
 PG_EXTEND_LEASES = (
     f"UPDATE {STEP} AS s SET lease_until = %s, heartbeat_at = %s "
     f"FROM unnest(%s::bigint[], %s::text[]) AS held(id, token) "
-    f"WHERE s.id = held.id AND s.lease_token = held.token AND s.status = 'running'"
+    f"WHERE s.id = held.id AND s.lease_token = held.token AND s.status = {RUNNING}"
 )
 """Every lease a worker holds, extended in one statement. Params: until, now, step ids, tokens."""
 
 EXTEND_LEASE = (
     f"UPDATE {STEP} SET lease_until = %s, heartbeat_at = %s "
-    f"WHERE id = %s AND lease_token = %s AND status = 'running'"
+    f"WHERE id = %s AND lease_token = %s AND status = {RUNNING}"
 )
 """One lease (SQLite runs it for each in one transaction). Params: until, now, step id, token."""
 
 LATEST_OUTPUT = (
-    f"SELECT output, visit FROM {STEP} WHERE instance_id = %s AND node_id = %s AND status = 'succeeded' "
+    f"SELECT output, visit FROM {STEP} WHERE instance_id = %s AND node_id = %s AND status = {SUCCEEDED} "
     f"ORDER BY visit DESC LIMIT 1"
 )
 """`steps.<node>` in templates and conditions. Params: instance id, node id."""
@@ -209,7 +242,8 @@ INSERT_DELTA = (
 )
 """A transition's state delta. Params: instance id, seq, delta, checksum, created at."""
 
-CLOSE_REVIEWS = f"UPDATE {REVIEW} SET status = 'closed', decided_at = %s WHERE instance_id = %s AND status = 'open'"
+CLOSE_REVIEWS = (f"UPDATE {REVIEW} SET status = {REVIEW_CLOSED}, decided_at = %s WHERE instance_id = %s "
+                 f"AND status = {REVIEW_OPEN}")
 """Nothing is left to decide on an instance that ended. Params: now, instance id."""
 
 
