@@ -17,7 +17,7 @@ from workflows import runtime
 from workflows.authoring.definitions import save_version
 from workflows.engine.errors import GraphInvalid
 from workflows.models import StepRun, WorkflowInstance
-from workflows.runtime import subflows
+from workflows.runtime import effects
 from workflows.scheduler import reconciler
 
 pytestmark = [pytest.mark.django_db(transaction=True), pytest.mark.parametrize("store", ["orm", "sql"])]
@@ -85,7 +85,7 @@ def test_the_reconciler_settles_a_step_whose_childs_end_was_not_passed_on(store,
     result = run_handler(claim)
     runtime.finish_step(claim, runtime.Outcome(result=result))
     # The process dies between the child's commit and its effect: here, the effect does nothing.
-    monkeypatch.setattr(subflows, "child_ended", lambda child_id: None)
+    monkeypatch.setitem(effects.actions, "child_ended", lambda child_id: None)
     child = WorkflowInstance.objects.get(pk=result.waiting_on)
     from django.contrib.auth.models import User
 
@@ -116,7 +116,7 @@ def test_a_child_orphaned_by_a_lost_cancel_is_cancelled_by_the_reconciler(store,
     claim = claim_sub(parent)
     result = run_handler(claim)
     runtime.finish_step(claim, runtime.Outcome(result=result))
-    monkeypatch.setattr(subflows, "cancel_children", lambda step_ids, now=None: 0)
+    monkeypatch.setitem(effects.actions, "cancel_children", lambda step_ids, now=None: 0)
     assert runtime.cancel_instance(parent.pk)
     child = WorkflowInstance.objects.get(pk=result.waiting_on)
     assert child.status == "waiting"
