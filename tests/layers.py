@@ -44,6 +44,8 @@ LAYERS: tuple[tuple[str, ...], ...] = (
     ("dashboard.env", "dashboard.models", "dashboard.templatetags"),
     ("dashboard.security",),
     ("dashboard.api.http",),
+    ("dashboard.api.shapes",),  # the JSON shapes both APIs answer with (and the graph diff)
+    ("dashboard.api.services",),  # what both APIs do, request aside (start, save, plan)
     ("dashboard.live", "dashboard.pages"),
     ("dashboard.api",),
     ("dashboard.api.v1",),
@@ -58,6 +60,9 @@ GROUP_OF = {
     "workflows.evaluations.models": "workflows.models",  # likewise
     "workflows.retention.models": "workflows.models",  # likewise
     "dashboard.api.http": "dashboard.api.http",  # the JSON helpers every endpoint shares, pages' included
+    "dashboard.api.shapes": "dashboard.api.shapes",
+    "dashboard.api.diff_details": "dashboard.api.shapes",
+    "dashboard.api.services": "dashboard.api.services",
     # Putting step ids on RQ queues (RQ and settings only): the runtime's post-commit effects enqueue
     # through it, the reconciler and the ai consumer too.
     "workflows.workers.dispatch": "workflows.workers.dispatch",

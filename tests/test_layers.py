@@ -35,23 +35,11 @@ KNOWN: dict[str, list[str]] = {
         "workflows.triggers.schedules -> workflows.runtime.starting",
         "workflows.triggers.webhooks -> workflows.runtime.starting",
     ],
-    # Two JSON APIs over the same services: v1 still calls the pages' endpoint functions for its shapes
-    # and services (instance_json, start_workflow, events_after, definition_or_404, graph_diff,
-    # plan_json, stats). One shapes module both APIs use would end it.
-    "v1-views": [
-        "dashboard.api.v1.definitions -> dashboard.api.editor_api",
-        "dashboard.api.v1.definitions -> dashboard.api.planner_api",
-        "dashboard.api.v1.following -> dashboard.api.core",
-        "dashboard.api.v1.instances -> dashboard.api.core",
-        "dashboard.api.v1.instances -> dashboard.api.instance_api",
-        "dashboard.api.v1.instances -> dashboard.pages.report_views",
-        "dashboard.api.v1.system -> dashboard.api.instance_api",
-        "dashboard.api.v1.triggers -> dashboard.api.editor_api",
-    ],
+    "v1-views": [],
     "underscore": [],
     "layers": [
         # Pages use a few functions of the pages' endpoints (editor_api's input schema, instance_api's
-        # breakers and stats); the JSON helpers they share are dashboard/api/http.py, a layer below.
+        # stats); the JSON helpers and shapes they share are dashboard/api/http.py and shapes.py, below.
         "dashboard.pages -> dashboard.api",
         # The NUL-refusing middleware answers /api/v1/ with a problem document (function-level import).
         "dashboard.security -> dashboard.api.v1",

@@ -1,6 +1,7 @@
 """The pages' first JSON endpoints (node types, functions, validation, starting instances, an
-instance and its events) and the functions the v1 API shares with them. The helpers every endpoint
-uses are in dashboard/api/http.py (re-exported here for callers written before the split)."""
+instance and its events). What the v1 API shares with them is in dashboard/api/services.py (starting)
+and shapes.py (instance_json, events_after); the helpers every endpoint uses are in
+dashboard/api/http.py (re-exported here for callers written before the split)."""
 
 from __future__ import annotations
 
@@ -14,20 +15,16 @@ from dashboard.api.http import api_view, error
 from dashboard.api.http import csrf_failure as csrf_failure
 from dashboard.api.http import json_body as json_body
 from dashboard.api.http import not_found as not_found
+from dashboard.api.services import MAX_IDEMPOTENCY_KEY, check_idempotency_key, start_workflow
+from dashboard.api.shapes import events_after, instance_json
 from dashboard.security import permissions
 from workflows import runtime
 from workflows.credentials.store import validate as validate_graph
-from workflows.engine.errors import ExpressionError, GraphInvalid, PayloadTooLarge
 from workflows.engine.functions import describe_functions
-from workflows.engine.inputs import InputInvalid
 from workflows.engine.nodes import known_kinds
-from workflows.engine.priorities import PriorityInvalid, parse_priority
 from workflows.engine.runnable import runnable_issues
 from workflows.engine.validation import expression_load_issue
-from workflows.models import WorkflowDefinition, WorkflowInstance
-from workflows.operators.api_shapes import run_summary
-
-MAX_IDEMPOTENCY_KEY = 200  # WorkflowInstance.idempotency_key's max_length
+from workflows.models import WorkflowInstance
 
 
 def _get_instance_for_user(request: HttpRequest, instance_id: int) -> WorkflowInstance:
@@ -35,20 +32,6 @@ def _get_instance_for_user(request: HttpRequest, instance_id: int) -> WorkflowIn
     if instance is None:
         raise Http404(f"instance {instance_id} does not exist")
     return instance
-
-
-def instance_json(instance: WorkflowInstance) -> dict[str, Any]:
-    """The CLI's run summary (workflows/operators/api_shapes.py) keyed by `id`, with the API's extra fields."""
-    data = run_summary(instance)
-    data["id"] = data.pop("instance")
-    data.update({
-        "max_transitions": instance.max_transitions,
-        "created_at": instance.created_at.isoformat(),
-        "finished_at": instance.finished_at.isoformat() if instance.finished_at else None,
-        # The sequence number the status is true at: the live page lets the status win from there on.
-        "event_seq": instance.event_seq,
-    })
-    return data
 
 
 @api_view(("GET",), perm=permissions.VIEW_GRAPHS)
@@ -82,66 +65,6 @@ def validate(request: HttpRequest) -> JsonResponse:
     issues += [{**issue.as_dict(), "kind": "deployment"}
                for issue in runnable_issues(graph, runtime.engine_config().llm_default_provider)]
     return JsonResponse({"valid": not issues, "errors": issues})
-
-
-BULK_START_MOST = 1000
-
-
-def check_idempotency_key(key: Any) -> str | None:
-    if key == "":
-        return None
-    if key is not None and (not isinstance(key, str) or not 0 < len(key) <= MAX_IDEMPOTENCY_KEY):
-        raise BadRequest(f"the idempotency key must be a string of 1-{MAX_IDEMPOTENCY_KEY} characters")
-    return key
-
-
-def start_workflow(slug: str, inputs: list[dict[str, Any]], keys: list[str | None] | None,
-                   user: Any, traceparent: str | None = None, priority: Any = None) -> list[WorkflowInstance]:
-    """Start instances of a workflow's latest version: what the JSON endpoints and the v1 API both call.
-    `traceparent`: the request's W3C header (joined when valid, ignored otherwise). `priority`: high,
-    normal (None) or low. Raises BadRequest (404 unknown workflow, 409 no version, 413 too large, 400
-    otherwise)."""
-    try:
-        level = parse_priority(priority)
-    except PriorityInvalid as exc:
-        raise BadRequest(str(exc), fields={exc.field: str(exc)}) from None
-    definition = WorkflowDefinition.objects.filter(slug=slug, archived=False).first()
-    if definition is None:
-        raise BadRequest(f"workflow {slug!r} does not exist", 404)
-    version = definition.latest_version()
-    if version is None:
-        raise BadRequest(f"workflow {slug!r} has no saved version", 409)
-    if len(inputs) > BULK_START_MOST:
-        raise BadRequest(f"at most {BULK_START_MOST} instances per request (got {len(inputs)})")
-    for key in keys or []:
-        check_idempotency_key(key)
-    try:
-        # Stored in the clients' namespace (runtime/starting.py: internal starts have their own).
-        stored = [runtime.client_key(key) for key in keys] if keys is not None else None
-        return runtime.start_instances(version, inputs, idempotency_keys=stored, user=user, traceparent=traceparent,
-                                       priority=level)
-    except PayloadTooLarge as exc:
-        raise BadRequest(exc.message, 413) from None
-    except GraphInvalid as exc:
-        raise BadRequest("the saved graph is invalid", errors=[i.as_dict() for i in exc.issues]) from None
-    except InputInvalid as exc:
-        raise BadRequest(exc.message, **input_error_details(exc)) from None
-    except ExpressionError as exc:
-        # A start node's condition that cannot be decided on this input (a missing field, a limit):
-        # decided before the start's transaction, so nothing was created.
-        raise BadRequest(f"cannot start: {exc}") from None
-    except ValueError as exc:  # one key twice
-        raise BadRequest(str(exc)) from None
-
-
-def input_error_details(exc: InputInvalid) -> dict[str, Any]:
-    """What a 400 adds to name each field of the start input the workflow's declared input refuses:
-    {"message": "input.amount: must be a number", "error": (the same), "fields": {"amount": "must be a
-    number"}}, plus "index" (which input) for a bulk start."""
-    extra: dict[str, Any] = {"error": exc.message, "fields": exc.fields}
-    if exc.index is not None:
-        extra["index"] = exc.index
-    return extra
 
 
 def _body_object(request: HttpRequest) -> dict[str, Any]:
@@ -191,13 +114,6 @@ def start_instances(request: HttpRequest, slug: str) -> JsonResponse:
     except BadRequest as exc:
         return exc.response()
     return JsonResponse({"instances": [instance_json(instance) for instance in instances]}, status=201)
-
-
-def events_after(instance: WorkflowInstance, after: int, limit: int) -> dict[str, Any]:
-    """An instance's events after sequence number `after` (oldest first, at most `limit`) and its last
-    sequence number: what a client polls to follow an instance."""
-    events = instance.events.filter(seq__gt=after).order_by("seq")[:limit]
-    return {"events": [e.as_message() for e in events], "last_seq": instance.event_seq}
 
 
 @api_view(("GET",), perm=permissions.VIEW_INSTANCES)

@@ -16,16 +16,16 @@ from django.db.models.functions import Cast, Coalesce, Length
 from django.http import HttpRequest, JsonResponse
 from django.urls import reverse
 
-from dashboard.api.core import instance_json
 from dashboard.api.http import api_view, error, object_body
+from dashboard.api.shapes import breakers, instance_json, step_json
+from dashboard.api.shapes import iso as _iso
 from dashboard.security import permissions
 from workflows import clock
 from workflows.authoring import plans
-from workflows.engine import breaker as breaker_logic
 from workflows.engine.nodes import known_kinds
 from workflows.engine.priorities import queue_names
 from workflows.engine.statuses import InstanceStatus, StepStatus
-from workflows.models import BreakerState, ReviewItem, ReviewStatus, StepRun, WorkflowInstance
+from workflows.models import ReviewItem, ReviewStatus, StepRun, WorkflowInstance
 from workflows.operators import operations
 from workflows.runtime import child_kinds
 
@@ -44,42 +44,6 @@ STEP_LIST_BYTES = 4_000_000
 
 def _instance_or_404(instance_id: int) -> WorkflowInstance | None:
     return WorkflowInstance.objects.select_related("version__definition").filter(pk=instance_id).first()
-
-
-def _iso(value: datetime | None) -> str | None:
-    return value.isoformat() if value else None
-
-
-def step_json(step: StepRun, child: dict[str, Any] | None = None) -> dict[str, Any]:
-    usage = step.usage or {}
-    # A sub-workflow's usage is its child's total (`tokens`); an llm step's, prompt and completion.
-    tokens = int(usage.get("tokens", 0) or 0) if "tokens" in usage else (
-        int(usage.get("prompt_tokens", 0) or 0) + int(usage.get("completion_tokens", 0) or 0))
-    duration = step.duration_s
-    return {
-        "id": step.pk,
-        "node": step.node_id,
-        "type": step.node_type,
-        "visit": step.visit,
-        "attempt": step.attempt,
-        "status": step.status,
-        "queue": step.queue,
-        "worker": step.worker,
-        "created_at": _iso(step.created_at),
-        "started_at": _iso(step.started_at),
-        "finished_at": _iso(step.finished_at),
-        "due_at": _iso(step.due_at),
-        "duration_ms": round(duration * 1000, 2) if duration is not None else None,
-        "input": step.input,
-        "output": step.output,
-        "error": step.error,
-        "usage": step.usage,
-        "tokens": tokens,
-        "cost_usd": float(usage.get("cost_usd", 0) or 0),
-        "idempotency_key": step.idempotency_key,
-        "degraded": step.degraded,
-        **({"child": child} if child is not None else {}),
-    }
 
 
 def child_links(steps: list[StepRun]) -> dict[int, dict[str, Any]]:
@@ -372,25 +336,6 @@ def open_reviews(limit: int = 8) -> dict[str, Any]:
                     "message": (item.details or {}).get("message") or (item.details or {}).get("prompt", "")}
                    for item in latest],
     }
-
-
-def breakers(now: datetime) -> list[dict[str, Any]]:
-    from workflows.adapters.breakers import breaker_config
-
-    config = breaker_config()
-    result = []
-    for row in BreakerState.objects.order_by("key"):
-        state = breaker_logic.Breaker(state=row.state, buckets=row.buckets or {}, opened_at=row.opened_at,
-                                      trial_started_at=row.trial_started_at)
-        calls, failures = state.counts(now.timestamp(), config)
-        cooldown_left = None
-        if row.state == breaker_logic.OPEN and row.opened_at is not None:
-            cooldown_left = max(0.0, round(row.opened_at + config.cooldown_s - now.timestamp(), 1))
-        result.append({"key": row.key, "state": row.state, "calls": calls, "failures": failures,
-                       "opened_at": (datetime.fromtimestamp(row.opened_at, tz=UTC).isoformat()
-                                     if row.opened_at else None),
-                       "cooldown_left_s": cooldown_left, "updated_at": _iso(row.updated_at)})
-    return result
 
 
 def queues() -> dict[str, Any]:

@@ -61,7 +61,7 @@ def why(item: ReviewItem, instance: WorkflowInstance) -> dict[str, Any]:
         facts["max_transitions"] = details.get("max_transitions", instance.max_transitions)
         facts["loop_count"] = instance.loop_count
     elif item.reason == ReviewReason.CIRCUIT_OPEN:
-        from dashboard.api.instance_api import breakers
+        from dashboard.api.shapes import breakers
 
         key = str(details.get("breaker", ""))
         facts["breaker"] = next((b for b in breakers(timezone.now()) if b["key"] == key), {"key": key})

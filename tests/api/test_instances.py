@@ -184,7 +184,7 @@ def test_created_filters_take_any_offset_python_does(as_role: Any) -> None:
 
 
 def test_a_declared_start_input_is_checked_and_each_wrong_field_named(as_role: Any) -> None:
-    """The start goes through the same function as the pages' (dashboard.api.core.start_workflow), so the
+    """The start goes through the same function as the pages' (dashboard.api.services.start_workflow), so the
     workflow's declared `input` schema refuses a bad start input here too, naming the fields."""
     graph = {**SIMPLE, "input": {"type": "object", "required": ["amount"],
                                  "properties": {"amount": {"type": "number"}}}}

@@ -1,7 +1,8 @@
 """v1 workflow definitions: list, get, export a version's graph, validate a graph, save a version, diff.
 
-The editor's endpoints (dashboard/api/editor_api.py) and these share their functions: definition_or_404,
-version_or_404, save_new_version, graph_diff and the shapes version_summary and definition_json.
+The editor's endpoints (dashboard/api/editor_api.py) and these share their services (dashboard/api/services.py:
+definition_or_404, version_or_404, save_new_version, plan_json), graph_diff (diff_details.py) and the shapes
+(shapes.py: version_summary, definition_json, saved_json).
 """
 
 from __future__ import annotations
@@ -12,16 +13,9 @@ from django.db.models import Count
 from django.http import HttpRequest
 from ninja import Field, Query, Router, Schema, Status
 
-from dashboard.api.editor_api import (
-    definition_json,
-    definition_or_404,
-    graph_diff,
-    save_new_version,
-    saved_json,
-    version_or_404,
-    version_summary,
-)
-from dashboard.api.planner_api import plan_json
+from dashboard.api.diff_details import graph_diff
+from dashboard.api.services import definition_or_404, plan_json, save_new_version, version_or_404
+from dashboard.api.shapes import definition_json, saved_json, version_summary
 from dashboard.api.v1.auth import need
 from dashboard.api.v1.problems import Problem
 from dashboard.security import permissions

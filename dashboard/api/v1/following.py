@@ -14,7 +14,7 @@ from typing import Any
 
 from django.db import connection
 
-from dashboard.api.core import events_after
+from dashboard.api.shapes import events_after
 from workflows.engine.statuses import INSTANCE_FINAL
 from workflows.models import WorkflowInstance
 

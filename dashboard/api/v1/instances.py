@@ -1,8 +1,9 @@
 """v1 instances: start (one or many), read, list, cancel, retry a step, rerun from a node, follow events.
 
-The work is done by the functions the dashboard's endpoints call (dashboard/api/core.py's start_workflow,
-workflows/operators/operations.py); this module parses, checks scope and permissions, and shapes the answer.
-Instances are shaped by dashboard.api.core.instance_json (the CLI's run summary keyed by `id`).
+The work is done by the services the dashboard's endpoints call too (dashboard/api/services.py's
+start_workflow, workflows/operators/operations.py); this module parses, checks scope and permissions, and
+answers in the shapes both APIs share (dashboard/api/shapes.py: instance_json is the CLI's run summary
+keyed by `id`).
 """
 
 from __future__ import annotations
@@ -16,13 +17,12 @@ from django.http import HttpRequest
 from ninja import Field, Header, Query, Router, Schema, Status
 from pydantic import field_validator
 
-from dashboard.api.core import MAX_IDEMPOTENCY_KEY, events_after, instance_json, start_workflow
-from dashboard.api.instance_api import step_json
+from dashboard.api.services import MAX_IDEMPOTENCY_KEY, start_workflow
+from dashboard.api.shapes import events_after, instance_json, report_for, step_json
 from dashboard.api.v1 import following, stream_slots
 from dashboard.api.v1.auth import has_scope, need
 from dashboard.api.v1.pages import PAGE_MOST, cursor_field, newest_first
 from dashboard.api.v1.problems import Problem
-from dashboard.pages.report_views import report_for
 from dashboard.security import permissions
 from workflows.engine.statuses import InstanceStatus
 from workflows.models import WorkflowInstance, WorkflowVersion

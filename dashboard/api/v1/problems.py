@@ -94,7 +94,7 @@ def install(api: Any) -> None:
         errors = exc.extra.get("errors")
         fields = exc.extra.get("fields")
         if isinstance(fields, dict):
-            # A start input the workflow's declared input refuses (dashboard.api.core.input_error_details).
+            # A start input the workflow's declared input refuses (dashboard.api.services.input_error_details).
             index = exc.extra.get("index")
             where = "body.input" if index is None else f"body.inputs.{index}"
             errors = [{"field": f"{where}.{name}" if name else where, "message": str(problem)}

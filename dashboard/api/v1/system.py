@@ -9,7 +9,7 @@ from django.http import HttpRequest
 from django.utils import timezone
 from ninja import Router
 
-from dashboard.api.instance_api import breakers
+from dashboard.api.shapes import breakers
 from dashboard.api.v1.auth import need
 from dashboard.api.v1.problems import Problem
 from dashboard.security import permissions

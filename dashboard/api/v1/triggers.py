@@ -14,7 +14,7 @@ from django.http import HttpRequest
 from django.urls import reverse
 from ninja import Field, Router, Schema, Status
 
-from dashboard.api.editor_api import definition_or_404
+from dashboard.api.services import definition_or_404
 from dashboard.api.v1.auth import need
 from dashboard.api.v1.problems import Problem
 from dashboard.security import permissions
