@@ -62,6 +62,7 @@ GROUP_OF = {
     "dashboard.api.http": "dashboard.api.http",  # the JSON helpers every endpoint shares, pages' included
     "dashboard.api.shapes": "dashboard.api.shapes",
     "dashboard.api.diff_details": "dashboard.api.shapes",
+    "dashboard.api.stats": "dashboard.api.shapes",  # the dashboard's figures: the home page renders them too
     "dashboard.api.services": "dashboard.api.services",
     # Putting step ids on RQ queues (RQ and settings only): the runtime's post-commit effects enqueue
     # through it, the reconciler and the ai consumer too.

@@ -22,30 +22,10 @@ KNOWN: dict[str, list[str]] = {
     "engine": [],
     "workflows-dashboard": [],
     "store-runtime": [],
-    "runtime-facade": [
-        # Node trial and planning build a node's config and redact it as the runtime does.
-        "workflows.authoring.node_trial -> workflows.runtime.config",
-        "workflows.authoring.node_trial -> workflows.runtime.records",
-        "workflows.authoring.node_trial -> workflows.runtime.redaction",
-        "workflows.authoring.planning -> workflows.runtime.config",
-        # Commit observers read the runtime's configuration and the caller's span key.
-        "workflows.observability.metrics -> workflows.runtime.config",
-        "workflows.observability.tracing -> workflows.runtime.starting",
-        # Triggers start instances through runtime.starting's error types and batch start.
-        "workflows.triggers.schedules -> workflows.runtime.starting",
-        "workflows.triggers.webhooks -> workflows.runtime.starting",
-    ],
+    "runtime-facade": [],
     "v1-views": [],
     "underscore": [],
-    "layers": [
-        # Pages use a few functions of the pages' endpoints (editor_api's input schema, instance_api's
-        # stats); the JSON helpers and shapes they share are dashboard/api/http.py and shapes.py, below.
-        "dashboard.pages -> dashboard.api",
-        # The NUL-refusing middleware answers /api/v1/ with a problem document (function-level import).
-        "dashboard.security -> dashboard.api.v1",
-        # runtime/subflows.py names the planner's generated definitions (authoring/plans.py).
-        "workflows.runtime -> workflows.authoring",
-    ],
+    "layers": [],
     "cycles": [],
 }
 

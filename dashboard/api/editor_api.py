@@ -18,7 +18,7 @@ from django.http import HttpRequest, JsonResponse
 from dashboard.api.diff_details import graph_diff
 from dashboard.api.http import BadRequest, BodyRejected, api_view, error, json_body
 from dashboard.api.services import MAX_MESSAGE, definition_or_404, save_new_version, version_or_404
-from dashboard.api.shapes import definition_json, saved_json, version_summary
+from dashboard.api.shapes import definition_json, input_schema, saved_json, version_summary
 from dashboard.security import permissions
 from workflows.authoring.definitions import save_version
 from workflows.engine import expressions, route_checks
@@ -69,12 +69,6 @@ def versions(request: HttpRequest, slug: str) -> JsonResponse:
         # What the Run dialog asks for: the latest version's declared start input (None: any object).
         "input_schema": input_schema(latest.graph) if latest else None,
     })
-
-
-def input_schema(graph: Any) -> dict[str, Any] | None:
-    """A version's declared start input (the graph's `input` JSON Schema), or None."""
-    schema = graph.get("input") if isinstance(graph, dict) else None
-    return schema if isinstance(schema, dict) else None
 
 
 def _save(request: HttpRequest, slug: str) -> JsonResponse:

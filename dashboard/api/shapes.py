@@ -120,6 +120,12 @@ def saved_json(version: WorkflowVersion, replaced: WorkflowVersion | None) -> di
     return answer
 
 
+def input_schema(graph: Any) -> dict[str, Any] | None:
+    """A version's declared start input (the graph's `input` JSON Schema), or None."""
+    schema = graph.get("input") if isinstance(graph, dict) else None
+    return schema if isinstance(schema, dict) else None
+
+
 # --- The breakers (the system view) and the run report -----------------------------------------------
 
 def breakers(now: datetime) -> list[dict[str, Any]]:

@@ -20,7 +20,7 @@ from django.urls import reverse
 from django.utils.text import slugify
 from django.views.decorators.http import require_http_methods, require_POST
 
-from dashboard.api.editor_api import SAVE_PERM, input_schema
+from dashboard.api.shapes import input_schema
 from dashboard.security import permissions
 from dashboard.security.permissions import authorize
 from workflows.authoring import plans
@@ -93,8 +93,8 @@ def workflow_list(request: HttpRequest) -> HttpResponse:
         "show_archived": show_archived,
         "show_generated": show_generated,
         "can_create": request.user.has_perm(ADD_PERM),
-        "can_edit": request.user.has_perm(SAVE_PERM),
-        "can_duplicate": request.user.has_perm(ADD_PERM) and request.user.has_perm(SAVE_PERM),
+        "can_edit": request.user.has_perm(permissions.SAVE_VERSION),
+        "can_duplicate": request.user.has_perm(ADD_PERM) and request.user.has_perm(permissions.SAVE_VERSION),
         "can_archive": request.user.has_perm(CHANGE_PERM),
         "can_run": request.user.has_perm(RUN_PERM),
     })
@@ -130,7 +130,7 @@ def _create(request: HttpRequest) -> HttpResponse:
 @require_POST
 def duplicate(request: HttpRequest, slug: str) -> HttpResponse:
     """A new workflow whose v1 is the latest version of this one."""
-    _require(request, ADD_PERM, SAVE_PERM)
+    _require(request, ADD_PERM, permissions.SAVE_VERSION)
     source = get_object_or_404(WorkflowDefinition, slug=slug)
     latest = source.latest_version()
     name = f"{source.name} (copy)"[:200]
@@ -177,7 +177,7 @@ def editor(request: HttpRequest, slug: str) -> HttpResponse:
         if viewing is None:
             messages.error(request, f"{definition.name} has no version {requested}: showing the latest.")
             return redirect("workflow-editor", slug=slug)
-    can_save = request.user.has_perm(SAVE_PERM) and not definition.archived
+    can_save = request.user.has_perm(permissions.SAVE_VERSION) and not definition.archived
     config = {
         "slug": definition.slug,
         "name": definition.name,

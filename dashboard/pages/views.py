@@ -32,7 +32,7 @@ def _get_instance_for_user(request: HttpRequest, instance_id: int) -> WorkflowIn
 @authorize(permissions.VIEW_INSTANCES)
 def home(request: HttpRequest) -> HttpResponse:
     """The operations dashboard: figures come from /api/dashboard and refresh over the `dashboard` group."""
-    from dashboard.api.instance_api import compute_stats
+    from dashboard.api.stats import compute_stats
 
     return render(request, "dashboard/home.html", {"stats": compute_stats(), "first_run": first_run(request)})
 

@@ -12,6 +12,8 @@ from django.conf import settings
 from django.http import HttpRequest, HttpResponse, HttpResponseBadRequest, JsonResponse
 from django.utils.deprecation import MiddlewareMixin
 
+from dashboard.security import problem_docs
+
 HEADER = "Content-Security-Policy"
 
 
@@ -38,9 +40,8 @@ class RejectNulMiddleware(MiddlewareMixin):
             return None
         message = "the URL holds a NUL character (%00), which is never valid here"
         if request.path.startswith("/api/v1/"):
-            from dashboard.api.v1 import problems  # the v1 API answers every error as a problem document
-
-            return problems.response(request, 400, message)
+            # The v1 API answers every error as a problem document.
+            return problem_docs.response(request, 400, message)
         if request.path.startswith("/api/"):
             return JsonResponse({"message": message}, status=400)
         return HttpResponseBadRequest(message, content_type="text/plain")

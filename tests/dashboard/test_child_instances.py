@@ -8,7 +8,7 @@ from typing import Any
 import pytest
 from django.test import Client
 
-from dashboard.api.instance_api import compute_stats
+from dashboard.api.stats import compute_stats
 from workflows import runtime
 from workflows.models import StepRun, WorkflowDefinition, WorkflowInstance, WorkflowVersion
 

@@ -9,7 +9,7 @@ from typing import Any
 import pytest
 from django.utils import timezone
 
-from dashboard.api.instance_api import step_series
+from dashboard.api.stats import step_series
 from tests.conftest import chain
 from workflows import runtime
 from workflows.models import StepRun

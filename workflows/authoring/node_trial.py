@@ -38,8 +38,7 @@ from workflows.engine.graph import Graph, Node
 from workflows.engine.nodes import NodeResult, StepCall, get_kind
 from workflows.engine.samples import sample_issues
 from workflows.engine.validation import validate_graph
-from workflows.runtime.config import check_payload, conf, engine_config
-from workflows.runtime.redaction import redacted_config
+from workflows.runtime import check_payload, conf, engine_config, redacted_config
 
 # Kinds a test may run: the others wait for a person, a timer or a child instance.
 TESTABLE = ("python", "http", "llm", "router")
@@ -199,7 +198,7 @@ def routing(graph: Graph, node_id: str, output: Any, context: dict[str, Any], sa
 
 def _run_handler(call: StepCall, timeout: float) -> tuple[NodeResult | None, StepError | None]:
     """The handler on a thread of its own, waited for at most `timeout` seconds."""
-    from workflows.runtime.records import as_step_error
+    from workflows.runtime import as_step_error
 
     if not _slots.acquire(blocking=False):
         raise TrialRefused(f"{MAX_CONCURRENT} node tests are already running: try again shortly", 429)

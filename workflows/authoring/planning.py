@@ -19,7 +19,7 @@ from workflows.engine.errors import ConfigError, GraphIssue, OutboundBlocked, Pr
 from workflows.engine.functions import describe_functions
 from workflows.engine.graph import Node
 from workflows.engine.nodes import known_kinds
-from workflows.runtime.config import engine_config
+from workflows.runtime import engine_config
 
 DEFAULT_MODEL = "gpt-4o-mini"
 PLAN_TIMEOUT_S = 120.0  # one planning call from a request; a worker's planner node has its own timeout

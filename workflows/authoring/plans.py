@@ -33,26 +33,20 @@ from django.db import transaction
 from django.db.models import F, OuterRef, ProtectedError, Q, Subquery
 
 from workflows.adapters.llm_cache import PurgeSchedule
+
+# What marks a generated slug: plain Python the runtime uses too (re-exported here for its callers).
+from workflows.engine.generated_slugs import GENERATED_MARK as GENERATED_MARK
+from workflows.engine.generated_slugs import PLAN_MARK as PLAN_MARK
+from workflows.engine.generated_slugs import is_generated as is_generated
+from workflows.engine.generated_slugs import plan_slug as plan_slug
 from workflows.engine.statuses import InstanceStatus
 from workflows.models import WorkflowInstance, WorkflowVersion
 
 log = logging.getLogger("steadyflow.plans")
 
-PLAN_MARK = "--plan-"  # save_version refuses "--" in a slug: only the planner's definitions have it
-# Every generated definition has "--" in its slug (the planner's, and evaluations' copies: "--eval"),
-# so all of them are hidden alike from the pages, the API, git exports and the dashboard's figures.
-GENERATED_MARK = "--"
 PURGE_EVERY = timedelta(hours=1)
 PURGE_BATCH = 200
 ENDED = (InstanceStatus.COMPLETED, InstanceStatus.FAILED, InstanceStatus.CANCELLED, InstanceStatus.COMPENSATED)
-
-
-def plan_slug(parent_slug: str, node_slug: str) -> str:
-    return f"{parent_slug}{PLAN_MARK}{node_slug}"[:100]
-
-
-def is_generated(slug: str) -> bool:
-    return GENERATED_MARK in slug
 
 
 def generated(prefix: str = "") -> Q:

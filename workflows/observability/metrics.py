@@ -26,9 +26,9 @@ from prometheus_client.core import GaugeMetricFamily, Metric
 from prometheus_client.registry import Collector
 
 from workflows import clock
+from workflows.engine.event_kinds import COMPENSATE_PREFIX
 from workflows.engine.nodes.llm_tools import TOOL_PREFIX
 from workflows.engine.statuses import InstanceStatus, StepStatus
-from workflows.runtime.config import COMPENSATE_PREFIX
 from workflows.store.unit import UnitOfWork
 
 # Steps take from a millisecond (a no-op python node) to minutes (an LLM call, a slow API).

@@ -11,7 +11,7 @@ trace; its parent id is the instance span's id; each step attempt's span id is d
 step id and attempt (`observe.step_span_id`), which is also the parent id the `http` and `llm`
 nodes send in their `traceparent` header, so a downstream service's spans hang under the step.
 An instance started with a caller's `traceparent` header shares the caller's trace id, and its span's
-parent is the caller's span (kept in the instance's state under `starting.CALLER_SPAN`).
+parent is the caller's span (kept in the instance's state under `observe.CALLER_SPAN`).
 
 Nothing of OpenTelemetry is imported unless tracing is configured.
 """
@@ -28,7 +28,7 @@ from workflows.engine.nodes.llm_tools import is_tool_step
 from workflows.engine.statuses import InstanceStatus, StepStatus
 from workflows.observability import genai_spans
 from workflows.runtime import engine_config, observe
-from workflows.runtime.starting import CALLER_SPAN
+from workflows.runtime.observe import CALLER_SPAN
 from workflows.store.unit import UnitOfWork
 
 FINAL = frozenset({InstanceStatus.COMPLETED, InstanceStatus.FAILED, InstanceStatus.CANCELLED,

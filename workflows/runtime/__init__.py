@@ -9,6 +9,8 @@ Public API (nothing outside this package imports a private name from it):
   sub-workflow pass), `child_kinds` (the node types that start sub-workflows)
 - observability: `current_step` (the step this thread/task runs); commit observers in `observe`
 - `add_commit_hook`: what a layer above acts on after each commit (the notifications; runtime/effects.py)
+- for the editor's node trial and planning (workflows/authoring/): `engine_config`, `conf`,
+  `check_payload`, `redacted_config`, `as_step_error`
 - on a locked instance, for operators' actions (review.py, operations.py, recovery.py): `UnitOfWork`,
   `lock`, `apply`, `resume`, `activate`, `stop_instance`, `start_compensation`, `resolve`,
   `fired_edges`, `budget_exceeded`, `check_payload`
@@ -44,6 +46,7 @@ from workflows.runtime.loop import (
 )
 from workflows.runtime.observe import current_step
 from workflows.runtime.records import Claim, Outcome, StepOutputs, as_step_error
+from workflows.runtime.redaction import redacted_config
 from workflows.runtime.resuming import resume
 from workflows.runtime.starting import client_key, start_instance, start_instances
 from workflows.runtime.step_calls import build_call, timeout_for
@@ -60,7 +63,8 @@ __all__ = [
     "engine_config",
     "expire_instance", "finish_groups", "finish_groups_reconnecting", "finish_step", "finish_step_reconnecting",
     "finish_steps", "finish_steps_reconnecting", "fired_edges", "graph_for_version", "keeper", "lock",
-    "node_for_step", "Outcome", "queue_for", "reconcile_subflows", "release_step", "resolve", "resume",
+    "node_for_step", "Outcome", "queue_for", "reconcile_subflows", "redacted_config", "release_step", "resolve",
+    "resume",
     "run_claimed", "run_step", "run_steps", "start_compensation", "start_instance", "start_instances",
     "StepOutputs", "stop_instance", "timeout_for", "UnitOfWork", "others_waiting",
 ]

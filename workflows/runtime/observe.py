@@ -28,6 +28,8 @@ if TYPE_CHECKING:
 
 log = logging.getLogger("steadyflow.observe")
 
+CALLER_SPAN = "trace_caller_span"  # the state key holding the span id of a caller's traceparent (starting.py)
+
 CommitObserver = Callable[["UnitOfWork"], None]
 observers: list[CommitObserver] = []
 

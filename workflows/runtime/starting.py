@@ -27,12 +27,11 @@ from workflows.models import WorkflowInstance, WorkflowVersion
 from workflows.runtime import effects
 from workflows.runtime.activation import new_step, resolve, start_edges
 from workflows.runtime.config import check_payload, conf, graph_for_version
-from workflows.runtime.observe import incoming_trace, instance_traceparent, trace_parts
+from workflows.runtime.observe import CALLER_SPAN, incoming_trace, instance_traceparent, trace_parts
 from workflows.runtime.records import ParentLink
 from workflows.runtime.unit import UnitOfWork
 
 log = logging.getLogger("steadyflow.runtime")
-CALLER_SPAN = "trace_caller_span"  # the state key holding the span id of a caller's traceparent
 
 
 # A client's idempotency keys (the API's `Idempotency-Key`) are stored under a prefix of their own:

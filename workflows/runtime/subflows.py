@@ -30,7 +30,7 @@ from django.utils.text import slugify
 
 from workflows import clock
 from workflows import store as stores
-from workflows.authoring import plans
+from workflows.engine import generated_slugs
 from workflows.engine.errors import ExpressionError, PayloadTooLarge, PermanentStepError, StepError
 from workflows.engine.inputs import InputInvalid
 from workflows.engine.nodes import get_kind
@@ -78,11 +78,11 @@ def children_of(step_id: int) -> list[WorkflowInstance]:
 
 def version_to_run(workflow: str, version: int | None, *, own_plan: bool = False) -> WorkflowVersion:
     """The version a subworkflow step starts. An archived definition is not started, nor a generated
-    plan definition (workflows/authoring/plans.py), except by the planner step that recorded it (`own_plan`)."""
+    plan definition (engine/generated_slugs.py), except by the planner step that recorded it (`own_plan`)."""
     definition = WorkflowDefinition.objects.filter(slug=workflow).first()
     if definition is None:
         raise PermanentStepError(f"sub-workflow '{workflow}' does not exist")
-    if not own_plan and plans.is_generated(workflow):
+    if not own_plan and generated_slugs.is_generated(workflow):
         raise PermanentStepError(f"sub-workflow '{workflow}' is a generated plan definition: only its planner "
                                  "step starts it")
     if not own_plan and definition.archived:
@@ -130,7 +130,7 @@ class StepSubflows:
         parent = WorkflowVersion.objects.select_related("definition").only("definition__slug").get(
             pk=self.claim.instance.version_id).definition.slug
         node = slugify(self.claim.step.node_id.replace("_", "-"))
-        return plans.plan_slug(parent, node)
+        return generated_slugs.plan_slug(parent, node)
 
     def remaining(self) -> dict[str, float | int | None]:
         inst = self.claim.instance

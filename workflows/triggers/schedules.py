@@ -27,7 +27,7 @@ from django.conf import settings
 from django.db import IntegrityError, transaction
 
 from workflows.engine.priorities import NORMAL, parse_priority
-from workflows.runtime.starting import start_instance
+from workflows.runtime import start_instance
 from workflows.triggers.models import CatchUp, Schedule, ScheduleFire
 
 log = logging.getLogger("steadyflow.triggers")

@@ -16,7 +16,7 @@ from django.conf import settings
 from workflows.engine import strict_json
 from workflows.engine.errors import PayloadTooLarge
 from workflows.models import WorkflowInstance
-from workflows.runtime.starting import start_instance
+from workflows.runtime import start_instance
 from workflows.triggers import mapping, signing
 from workflows.triggers.models import Webhook, WebhookRejection
 

@@ -11,7 +11,6 @@ this time. `errors` uses the vocabulary of graph validation issues (`message`, p
 
 from __future__ import annotations
 
-import json
 import logging
 from typing import Any
 
@@ -21,25 +20,12 @@ from django.http import HttpRequest, HttpResponse
 from ninja.errors import AuthenticationError, HttpError, ValidationError
 
 from dashboard.api.http import BadRequest, BodyRejected
+from dashboard.security.problem_docs import CONTENT_TYPE as CONTENT_TYPE
+from dashboard.security.problem_docs import KINDS as KINDS
+from dashboard.security.problem_docs import problem_body as problem_body
+from dashboard.security.problem_docs import response as response
 
 log = logging.getLogger("steadyflow.api")
-CONTENT_TYPE = "application/problem+json"
-
-# status -> (type slug, title) for the errors the API answers.
-KINDS: dict[int, tuple[str, str]] = {
-    400: ("bad-request", "Bad request"),
-    401: ("unauthenticated", "Authentication required"),
-    403: ("forbidden", "Permission denied"),
-    404: ("not-found", "Not found"),
-    405: ("method-not-allowed", "Method not allowed"),
-    409: ("conflict", "Conflict with the current state"),
-    413: ("too-large", "Payload too large"),
-    422: ("validation", "Invalid request"),
-    429: ("rate-limited", "Too many requests"),
-    500: ("internal", "Internal error"),
-}
-
-
 class Problem(Exception):
     """Raise from an endpoint to answer a problem document."""
 
@@ -50,26 +36,6 @@ class Problem(Exception):
         self.detail = detail
         self.errors = errors
         self.headers = headers or {}
-
-
-def problem_body(status: int, detail: str, path: str, errors: list[dict[str, Any]] | None = None) -> dict[str, Any]:
-    slug, title = KINDS.get(status, ("error", "Error"))
-    body: dict[str, Any] = {"type": f"urn:steadyflow:problem:{slug}", "title": title, "status": status,
-                            "detail": detail, "instance": path}
-    if errors:
-        body["errors"] = errors
-    return body
-
-
-def response(request: HttpRequest, status: int, detail: str, errors: list[dict[str, Any]] | None = None,
-             headers: dict[str, str] | None = None) -> HttpResponse:
-    out = HttpResponse(json.dumps(problem_body(status, detail, request.path, errors)), status=status,
-                       content_type=CONTENT_TYPE)
-    for name, value in (headers or {}).items():
-        out[name] = value
-    if status == 401:
-        out["WWW-Authenticate"] = 'Bearer realm="steadyflow"'
-    return out
 
 
 def field_errors(errors: list[dict[str, Any]]) -> list[dict[str, Any]]:
