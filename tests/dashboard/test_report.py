@@ -8,7 +8,7 @@ import json
 import pytest
 from django.test import Client
 
-from dashboard.pages import report_views
+from dashboard.api import shapes
 from tests.conftest import chain, wait_for_status
 from tests.workflows.functions import EXTRA_FUNCTIONS_ENV
 from workflows import runtime
@@ -79,7 +79,7 @@ def test_the_report_of_a_retried_halted_and_approved_instance(finished, user_in,
     assert f'href="/instances/{finished.pk}/report/"' in viewer.get(f"/instances/{finished.pk}/").content.decode()
 
     # Past the step cap the tables cover the first steps and both the JSON and the page say so.
-    monkeypatch.setattr(report_views, "MAX_REPORT_STEPS", 2)
+    monkeypatch.setattr(shapes, "MAX_REPORT_STEPS", 2)
     capped = viewer.get(f"/api/instances/{finished.pk}/report").json()
     assert capped["truncated"] is True and capped["totals"]["steps"] == 5 and len(capped["steps"]) == 2
     assert capped["totals"]["cost_usd"] == pytest.approx(0.6)
