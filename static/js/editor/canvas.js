@@ -1,13 +1,13 @@
 /* The cytoscape adapter: the canvas holds the graph. Each node's data carries its id, type and the rest
  * of its JSON (`node`), each edge its source, target, `when` and the rest (`edge`). toGraph() turns
  * the canvas back into the graph JSON, positions included. Every edit ends in commit(), which records
- * a snapshot in the history; undo and redo rebuild the canvas from a snapshot. */
+ * a snapshot in the history; undo and redo rebuild the canvas from a snapshot. What reacts to an edit
+ * (toolbar, side panel, revalidation) sits above: this module emits `graph:changed` and `panel:render`
+ * (context.js `events`), it imports none of them. */
 
 import * as G from "../lib/graph.js";
-import { state, view, isDirty } from "./context.js";
+import { events, state, view, isDirty } from "./context.js";
 import { clone, setPath, uniqueNodeId, renameProblem, renameNode as renamed } from "./model.js";
-import { afterChange, renderPanel } from "./panel.js";
-import { clearIssueMarks } from "./validation.js";
 
 export const isReal = (ele) => !ele.hasClass("eh-ghost") && !ele.hasClass("eh-ghost-node")
   && !ele.hasClass("eh-ghost-edge") && !ele.hasClass("eh-preview");
@@ -48,6 +48,11 @@ export function newEdgeId() {
   return "x" + state.edgeSeq;
 }
 
+/** Drop the validation marks (a graph shown anew: the last problems may name other elements). */
+export function clearIssueMarks() {
+  if (view.cy) view.cy.elements().removeClass("has-error");
+}
+
 /** Replace the canvas with `graph` (used by load, undo/redo, import, rename). */
 export function showGraph(graph, keepSelection) {
   const cy = view.cy;
@@ -74,13 +79,13 @@ function restore(snap) {
   state.name = s.name;
   state.description = s.description;
   showGraph(s.graph, true);
-  afterChange(true);
-  renderPanel();
+  events.emit("graph:changed", { fromHistory: true });
+  events.emit("panel:render");
 }
 
 /** Record the current state as one undoable edit (no-op when nothing changed). */
 export function commit() {
-  if (state.history.push(snapshot())) afterChange(false);
+  if (state.history.push(snapshot())) events.emit("graph:changed", { fromHistory: false });
 }
 
 export function undo() {
@@ -144,7 +149,7 @@ export function deleteSelection() {
   if (selected.empty()) return;
   selected.remove();
   commit();
-  renderPanel();
+  events.emit("panel:render");
 }
 
 /** Update one field of a node's JSON (`path` like "config.prompt" or "retry.max_attempts"). */
@@ -164,7 +169,7 @@ export function renameNode(oldId, newId) {
   showGraph(renamed(graph, oldId, newId), false);
   view.cy.getElementById(newId).select();
   commit();
-  renderPanel();
+  events.emit("panel:render");
   return null;
 }
 

@@ -6,8 +6,8 @@ import { CFG, state, view, isDirty } from "./context.js";
 import { parseImport } from "./model.js";
 import { commit, showGraph, toGraph } from "./canvas.js";
 import { renderPanel } from "./panel.js";
+import { toast } from "../lib/toast.js";
 import { validate } from "./validation.js";
-import { toast } from "./toolbar.js";
 
 const $ = (sel) => document.querySelector(sel);
 

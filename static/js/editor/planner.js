@@ -10,8 +10,8 @@ import { CFG, state, view } from "./context.js";
 import { diffRows } from "./model.js";
 import { commit, showGraph, toGraph } from "./canvas.js";
 import { renderPanel } from "./panel.js";
+import { toast } from "../lib/toast.js";
 import { validate } from "./validation.js";
-import { toast } from "./toolbar.js";
 
 const $ = (sel) => document.querySelector(sel);
 const MARKS = "diff-added diff-changed diff-moved";
