@@ -38,7 +38,7 @@ export function doImport() {
   }
   showGraph(parsed.graph, false);
   if (!G.hasPositions(parsed.graph)) G.layout(view.cy, "LR");
-  else G.fit(view.cy);
+  else G.fitReadable(view.cy);
   commit();
   renderPanel();
   $("#import-dialog").close();

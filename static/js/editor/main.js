@@ -75,6 +75,8 @@ async function init() {
     cytoscape: { boxSelectionEnabled: true, selectionType: "single", autoungrabify: state.readOnly },
   });
   view.cy = cy;
+  // Open at a readable size (lib/graph.js fitReadable); a graph without positions in the editor's layout.
+  if (G.hasPositions(graph)) G.fitReadable(cy); else G.layout(cy, "LR");
   if (!state.readOnly) {
     view.eh = cy.edgehandles({
       canConnect: (source, target) => !source.same(target) && isReal(target),

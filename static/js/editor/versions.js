@@ -151,7 +151,7 @@ export async function restoreVersion(number, button) {
   }
   // The editor already edits the latest: show the restored graph in place, as saved.
   showGraph(graph, false);
-  G.fit(view.cy);
+  G.fitReadable(view.cy);
   state.version = state.latest = restored;
   state.history = new History(snapshot());
   $("#versions-dialog").close();
