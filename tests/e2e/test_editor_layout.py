@@ -101,6 +101,10 @@ def test_node_text_is_readable_when_a_graph_opens(page: Any, make_user: Any, log
     # The flow's start is on screen (a graph too wide to read whole is shown from its start).
     start = next(n for n in view["nodes"] if n["id"] == "start")
     assert 0 <= start["x1"] and start["x2"] <= view["width"] and 0 <= start["y1"] and start["y2"] <= view["height"]
+    # The Workflow panel's node list reads as separate names ("start classify ...", not "startclassify...").
+    boxes = [page.locator(f"#node-buttons button[data-node={n['id']}]").bounding_box() for n in view["nodes"]]
+    for a, b in zip(boxes, boxes[1:], strict=False):
+        assert b["x"] >= a["x"] + a["width"] + 4 or b["y"] >= a["y"] + a["height"], (a, b)
     assert page.js_errors == []
 
 
