@@ -19,23 +19,26 @@ $(STAMP): pyproject.toml
 run: install
 	$(PY) scripts/devrun.py run
 
-# The suite runs in two tiers (tests/conftest.py marks the second): the in-process tier in parallel, on
-# PYTEST_WORKERS pytest-xdist workers (each with its own test database and Redis database, tests/settings.py),
-# then the `serial` tier (real worker, scheduler and daphne processes, the browser, fault injection, the dev
-# runner), one test at a time. The second runs only when the first passed. Each prints its 25 slowest tests.
+# The suite runs in two tiers (tests/conftest.py marks the second): the in-process tier on PYTEST_WORKERS
+# pytest-xdist workers (each with its own test database and Redis database, tests/settings.py), then the
+# `serial` tier (real worker, scheduler and daphne processes, the browser, fault injection, the dev runner) on
+# SERIAL_WORKERS: its tests mostly wait on the processes they start, so two run side by side on two cores. The
+# second tier runs only when the first passed. Each prints its 25 slowest tests.
 # TESTS narrows the paths, SELECT adds a marker expression, PYTEST_ARGS passes anything else to pytest; a tier
 # they leave empty passes (pytest's exit code 5, "no tests collected").
 PYTEST_WORKERS ?= 2
+SERIAL_WORKERS ?= 2
 TESTS ?=
 SELECT ?=
 marks = $(if $(strip $(SELECT)),$(1) and ($(SELECT)),$(1))
 tier = { $(PY) -m pytest $(TESTS) -m "$(call marks,$(1))" --durations=25 $(2) $(PYTEST_ARGS) || [ $$? -eq 5 ]; }
 PARALLEL = -n $(PYTEST_WORKERS) --dist load
+SERIAL = -n $(SERIAL_WORKERS) --dist load
 
 ## The whole suite, both tiers (starts a private Redis when REDIS_URL is unset), then the JavaScript unit tests
 ## (not when TESTS names a part of the suite).
 test: install
-	$(PY) scripts/devrun.py with-redis -- sh -c '$(call tier,not serial,$(PARALLEL)) && $(call tier,serial)'
+	$(PY) scripts/devrun.py with-redis -- sh -c '$(call tier,not serial,$(PARALLEL)) && $(call tier,serial,$(SERIAL))'
 	@$(if $(strip $(TESTS)),,$(MAKE) --no-print-directory test-js)
 
 ## The edit loop (< 2 minutes): the in-process tier, in parallel, on SQLite (the private Redis unless REDIS_URL is set).
@@ -50,7 +53,7 @@ test-js: install
 ## The engine suite only (engine, runtime and stores in process, workflows on real workers; no browser), both tiers.
 test-engine: TESTS = tests/engine tests/runtime tests/store tests/workflows
 test-engine: install
-	$(PY) scripts/devrun.py with-redis -- sh -c '$(call tier,not serial,$(PARALLEL)) && $(call tier,serial)'
+	$(PY) scripts/devrun.py with-redis -- sh -c '$(call tier,not serial,$(PARALLEL)) && $(call tier,serial,$(SERIAL))'
 
 ## The in-process layers only (engine, runtime, stores: no worker processes, no browser), in parallel.
 test-inprocess: TESTS = tests/engine tests/runtime tests/store

@@ -47,8 +47,10 @@ CSRF_TRUSTED_ORIGINS = env_list("CSRF_TRUSTED_ORIGINS", [])
 # A failed CSRF check on /api/ answers JSON with a message, like every other API error.
 CSRF_FAILURE_VIEW = "dashboard.api.http.csrf_failure"
 
+# Not "daphne": its app only swaps `manage.py runserver` for an ASGI one, which nothing here uses (web is the
+# `daphne` command, scripts/devrun.py and docker/), and importing it loads Twisted and Autobahn into every
+# worker, scheduler and management command (~0.35 s of start-up each).
 INSTALLED_APPS = [
-    "daphne",
     "django.contrib.admin",
     "django.contrib.auth",
     "django.contrib.contenttypes",

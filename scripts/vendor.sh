@@ -33,3 +33,9 @@ copy cytoscape-edgehandles cytoscape-edgehandles.js
 copy ajv-dist dist/ajv2020.min.js
 copy chart.js dist/chart.umd.min.js
 echo "vendored into $out:"; cat "$out/VERSIONS.txt"
+# Test-only (package.json's devDependencies): axe-core, injected by the browser suite's accessibility
+# check (tests/e2e/test_accessibility.py), never served by the app.
+out=tests/e2e/vendor
+rm -rf "$out" && mkdir -p "$out"
+copy axe-core axe.min.js
+echo "vendored into $out:"; cat "$out/VERSIONS.txt"

@@ -39,9 +39,13 @@ def redis_url_for_worker(url: str, worker: str) -> str:
 # test_<name>_gw0 ...) and, from here, its own Redis database: queues, rate-limit and login-throttle counters,
 # the channel layer and the live notices (whose pub/sub channels carry the database number, workflows/live/notices.py)
 # all follow REDIS_URL, and so do the worker, scheduler and daphne processes a test starts (they inherit it).
-if os.environ.get("PYTEST_XDIST_WORKER"):
+# The processes a test starts inherit PYTEST_XDIST_WORKER and the already-assigned REDIS_URL and load these
+# settings again: STEADYFLOW_TEST_REDIS_FOR marks the URL as assigned, so they do not move one database on.
+_xdist_worker = os.environ.get("PYTEST_XDIST_WORKER")
+if _xdist_worker and os.environ.get("STEADYFLOW_TEST_REDIS_FOR") != _xdist_worker:
     _var = os.environ.get("STEADYFLOW_VAR_DIR") or os.path.join(os.path.dirname(os.path.dirname(__file__)), "var")
     os.environ["REDIS_URL"] = redis_url_for_worker(os.environ.get("REDIS_URL") or f"unix://{_var}/redis.sock",
-                                                   os.environ["PYTEST_XDIST_WORKER"])
+                                                   _xdist_worker)
+    os.environ["STEADYFLOW_TEST_REDIS_FOR"] = _xdist_worker
 
 from dashboard.settings import *  # noqa: E402, F403 - the project's settings, unchanged otherwise

@@ -13,7 +13,7 @@ from typing import Any
 from django.contrib.auth.views import redirect_to_login
 from django.http import Http404, HttpRequest, HttpResponse
 from django.urls import URLPattern, path
-from ninja import NinjaAPI
+from ninja import NinjaAPI, Swagger
 from ninja.parser import Parser
 
 from dashboard.api.http import json_body
@@ -98,6 +98,9 @@ def docs_access(view: Callable[..., HttpResponse]) -> Callable[..., HttpResponse
 
 api = SteadyflowAPI(title="Steadyflow API", version="1", urls_namespace="v1", auth=AUTH, parser=StrictParser(),
                     docs_decorator=docs_access,
+                    # No deep links: Swagger UI puts each as a link inside the operation's toggle button,
+                    # a control nested in a control (axe-core: nested-interactive).
+                    docs=Swagger(settings={"deepLinking": False}),
                     description="Durable LLM workflows. Authenticate with an API token (`Authorization: Bearer "
                                 "sf_…`, made on the API tokens page) or the dashboard session. Errors are RFC "
                                 "9457 problem documents (application/problem+json).")

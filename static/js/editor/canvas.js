@@ -1,13 +1,14 @@
 /* The cytoscape adapter: the canvas holds the graph. Each node's data carries its id, type and the rest
  * of its JSON (`node`), each edge its source, target, `when` and the rest (`edge`). toGraph() turns
  * the canvas back into the graph JSON, positions included. Every edit ends in commit(), which records
- * a snapshot in the history; undo and redo rebuild the canvas from a snapshot. */
+ * a snapshot in the history; undo and redo rebuild the canvas from a snapshot. What reacts to an edit
+ * (toolbar, side panel, revalidation) sits above: this module emits `graph:changed` and `panel:render`
+ * (context.js `events`), it imports none of them. */
 
 import * as G from "../lib/graph.js";
-import { state, view, isDirty } from "./context.js";
+import * as A from "../lib/arrange.js";
+import { events, state, view, isDirty } from "./context.js";
 import { clone, setPath, uniqueNodeId, renameProblem, renameNode as renamed } from "./model.js";
-import { afterChange, renderPanel } from "./panel.js";
-import { clearIssueMarks } from "./validation.js";
 
 export const isReal = (ele) => !ele.hasClass("eh-ghost") && !ele.hasClass("eh-ghost-node")
   && !ele.hasClass("eh-ghost-edge") && !ele.hasClass("eh-preview");
@@ -48,6 +49,11 @@ export function newEdgeId() {
   return "x" + state.edgeSeq;
 }
 
+/** Drop the validation marks (a graph shown anew: the last problems may name other elements). */
+export function clearIssueMarks() {
+  if (view.cy) view.cy.elements().removeClass("has-error");
+}
+
 /** Replace the canvas with `graph` (used by load, undo/redo, import, rename). */
 export function showGraph(graph, keepSelection) {
   const cy = view.cy;
@@ -74,13 +80,13 @@ function restore(snap) {
   state.name = s.name;
   state.description = s.description;
   showGraph(s.graph, true);
-  afterChange(true);
-  renderPanel();
+  events.emit("graph:changed", { fromHistory: true });
+  events.emit("panel:render");
 }
 
 /** Record the current state as one undoable edit (no-op when nothing changed). */
 export function commit() {
-  if (state.history.push(snapshot())) afterChange(false);
+  if (state.history.push(snapshot())) events.emit("graph:changed", { fromHistory: false });
 }
 
 export function undo() {
@@ -105,24 +111,37 @@ export function modelPosition(clientX, clientY) {
   return { x: (clientX - rect.left - pan.x) / zoom, y: (clientY - rect.top - pan.y) / zoom };
 }
 
-function freeSpot() {
-  const ext = view.cy.extent();
-  let p = { x: (ext.x1 + ext.x2) / 2, y: (ext.y1 + ext.y2) / 2 };
-  for (let i = 0; i < 40; i += 1) {
-    const clash = realNodes().some((n) => Math.abs(n.position("x") - p.x) < 90 && Math.abs(n.position("y") - p.y) < 50);
-    if (!clash) break;
-    p = { x: p.x + 40, y: p.y + 70 };
-  }
-  return p;
+/** Where a node added by a click goes (lib/arrange.js freeSpot): right of the selected node when
+ * that is free, else the free grid cell in view nearest its centre; never on a node, an edge or an
+ * edge's label. */
+function freeSpot(type) {
+  const cy = view.cy;
+  const data = G.nodeData({ id: "new", type }, state.types);
+  const boxOf = (n) => ({ id: n.id(), x: n.position("x"), y: n.position("y"), w: n.width(), h: n.height() });
+  // An edge's label (or its midpoint) as a box: its 11 px monospace text, wrapped at 150 px.
+  const labels = realEdges().map((e) => {
+    const mid = e.midpoint();
+    const chars = (e.data("display") || "").length;
+    return { id: e.id(), x: mid.x, y: mid.y, w: Math.min(150, chars * 6.7) + 10, h: chars ? 10 + 15 * Math.ceil(chars * 6.7 / 150) : 10 };
+  });
+  const segments = realEdges().map((e) => ({ p: e.source().position(), q: e.target().position() }));
+  const selected = selection();
+  const near = selected.length === 1 && selected.isNode() ? boxOf(selected[0]) : null;
+  return A.freeSpot({ w: data.w, h: data.h }, [...realNodes().map(boxOf), ...labels], segments, cy.extent(),
+    { gap: 30, near });
 }
 
 export function addNode(type, position) {
   if (state.readOnly) return null;
   const cy = view.cy;
   const node = { id: uniqueNodeId(type, (id) => !cy.getElementById(id).empty()), type };
-  const added = cy.add({ group: "nodes", data: G.nodeData(node, state.types), position: position || freeSpot() });
+  const added = cy.add({ group: "nodes", data: G.nodeData(node, state.types), position: position || freeSpot(type) });
   cy.$(":selected").unselect();
   added.select();
+  // No free spot in view (a crowded canvas): the node went beside the graph; bring it into view.
+  const ext = cy.extent();
+  const p = added.position();
+  if (p.x < ext.x1 || p.x > ext.x2 || p.y < ext.y1 || p.y > ext.y2) cy.animate({ center: { eles: added }, duration: 150 });
   commit();
   return added;
 }
@@ -144,7 +163,7 @@ export function deleteSelection() {
   if (selected.empty()) return;
   selected.remove();
   commit();
-  renderPanel();
+  events.emit("panel:render");
 }
 
 /** Update one field of a node's JSON (`path` like "config.prompt" or "retry.max_attempts"). */
@@ -164,7 +183,7 @@ export function renameNode(oldId, newId) {
   showGraph(renamed(graph, oldId, newId), false);
   view.cy.getElementById(newId).select();
   commit();
-  renderPanel();
+  events.emit("panel:render");
   return null;
 }
 

@@ -3,10 +3,9 @@
 
 import { el } from "../lib/dom.js";
 import { compile } from "../lib/schema-check.js";
-import { state } from "./context.js";
+import { events, state } from "./context.js";
 import { errorsByPath, parseField } from "./model.js";
 import { commit } from "./canvas.js";
-import { refreshPanelIssues } from "./panel.js";
 
 const panel = () => document.getElementById("panel");
 const compiled = {};
@@ -80,7 +79,7 @@ export function field(spec) {
     state.parseErrors.delete(spec.path);
     spec.apply(parsed.value);
     if (spec.check) spec.check(parsed.value);
-    refreshPanelIssues();
+    events.emit("panel:issues");
   };
   input.addEventListener(spec.kind === "select" || spec.kind === "bool" ? "change" : "input", onInput);
   input.addEventListener("change", () => { if (!state.parseErrors.has(spec.path)) commit(); });

@@ -6,8 +6,8 @@ import { CFG, state, view, isDirty } from "./context.js";
 import { parseImport } from "./model.js";
 import { commit, showGraph, toGraph } from "./canvas.js";
 import { renderPanel } from "./panel.js";
+import { toast } from "../lib/toast.js";
 import { validate } from "./validation.js";
-import { toast } from "./toolbar.js";
 
 const $ = (sel) => document.querySelector(sel);
 
@@ -38,7 +38,7 @@ export function doImport() {
   }
   showGraph(parsed.graph, false);
   if (!G.hasPositions(parsed.graph)) G.layout(view.cy, "LR");
-  else G.fit(view.cy);
+  else G.fitReadable(view.cy);
   commit();
   renderPanel();
   $("#import-dialog").close();

@@ -2,25 +2,45 @@
  * with the server's validator, save immutable versions, compare and restore them, import/export JSON,
  * and start a run.
  *
- * Modules: context.js (the editor's state), model.js (the graph model and history, pure),
- * canvas.js (cytoscape adapter and edits), handle.js (drawing edges), palette.js, forms.js (fields
- * from JSON Schema), panel.js (the side panel), validation.js, versions.js (save, versions, diff,
- * restore), io.js (import, export, run), toolbar.js (buttons, banner, keyboard), planner.js ("Plan with
- * AI": an LLM's proposal previewed as a diff, then accepted or discarded).
+ * The modules are a one-way chain (tests/js/editor_imports.test.mjs fails on a cycle), each importing
+ * only the ones below it:
+ *   lib/ (dom, api, format, bus, toast, graph, ...)            shared by every page
+ *   model.js, state.js, input-schema.js, run-input.js, ...     pure, unit-tested with node --test
+ *   context.js                                                 the one state, the canvas, the event bus
+ *   canvas.js                                                  cytoscape adapter and edits
+ *   handle.js, toolbar.js, forms.js, validation.js             edge drawing, button states, fields
+ *   functions.js, mcp-picker.js, input-panel.js, node-test.js  panel sections
+ *   panel.js                                                   the side panel
+ *   palette.js, io.js, versions.js, run.js, planner.js         actions
+ *   bindings.js                                                buttons, dialogs and keys
+ *   main.js                                                    loading and wiring (this file)
+ * A lower module never calls one above it: it emits an event on context.js's bus (state.js EVENTS),
+ * and the listeners are wired here.
  */
 
 import * as G from "../lib/graph.js";
 import { request } from "../lib/api.js";
 import { debounce } from "../lib/format.js";
-import { CFG, state, view, isDirty } from "./context.js";
+import { toast } from "../lib/toast.js";
+import { CFG, events, state, view, isDirty } from "./context.js";
 import { History, clone, paletteOrder } from "./model.js";
 import { commit, isReal, newEdgeId, setGraphFields, snapshot, toGraph } from "./canvas.js";
 import { setupHandle } from "./handle.js";
 import { buildPalette } from "./palette.js";
-import { renderPanel } from "./panel.js";
-import { bindToolbar, showBanner, toast } from "./toolbar.js";
+import { afterChange, refreshPanelIssues, renderPanel } from "./panel.js";
+import { showBanner } from "./toolbar.js";
+import { restoreVersion } from "./versions.js";
 import { bindPlanner } from "./planner.js";
 import { openRun } from "./run.js";
+import { bindToolbar } from "./bindings.js";
+
+/** Who reacts to what the lower modules report (state.js EVENTS). */
+function wireEvents() {
+  events.on("graph:changed", ({ fromHistory }) => afterChange(fromHistory));
+  events.on("panel:render", () => renderPanel());
+  events.on("panel:issues", () => refreshPanelIssues());
+  events.on("version:restore", ({ number, button }) => restoreVersion(number, button));
+}
 
 function starterGraph() {
   return { nodes: [{ id: "start", type: "start", position: { x: 0, y: 0 } },
@@ -28,6 +48,7 @@ function starterGraph() {
 }
 
 async function init() {
+  wireEvents();
   const panel = document.getElementById("panel");
   let types;
   try {
@@ -54,6 +75,8 @@ async function init() {
     cytoscape: { boxSelectionEnabled: true, selectionType: "single", autoungrabify: state.readOnly },
   });
   view.cy = cy;
+  // Open at a readable size (lib/graph.js fitReadable); a graph without positions in the editor's layout.
+  if (G.hasPositions(graph)) G.fitReadable(cy); else G.layout(cy, "LR");
   if (!state.readOnly) {
     view.eh = cy.edgehandles({
       canConnect: (source, target) => !source.same(target) && isReal(target),

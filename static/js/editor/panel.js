@@ -19,6 +19,8 @@ import { revalidateSoon } from "./validation.js";
 
 const panel = () => document.getElementById("panel");
 
+/** After an edit (graph:changed): the toolbar's state, the server's problems again if they are
+ * shown, and the field errors (undo/redo redraws the whole panel instead). */
 export function afterChange(fromHistory) {
   updateToolbar();
   if (state.issuesShown) revalidateSoon();

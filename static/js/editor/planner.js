@@ -10,8 +10,8 @@ import { CFG, state, view } from "./context.js";
 import { diffRows } from "./model.js";
 import { commit, showGraph, toGraph } from "./canvas.js";
 import { renderPanel } from "./panel.js";
+import { toast } from "../lib/toast.js";
 import { validate } from "./validation.js";
-import { toast } from "./toolbar.js";
 
 const $ = (sel) => document.querySelector(sel);
 const MARKS = "diff-added diff-changed diff-moved";
@@ -79,7 +79,7 @@ function preview(data) {
   before = toGraph();
   showGraph(data.graph, false);
   if (!G.hasPositions(data.graph)) G.layout(view.cy, "LR");
-  else G.fit(view.cy);
+  else G.fitReadable(view.cy);
   const cy = view.cy;
   const d = data.diff;
   if (d) {
@@ -130,7 +130,7 @@ export function discardPlan() {
   const graph = before;
   endPreview();
   showGraph(graph, false);
-  G.fit(view.cy);
+  G.fitReadable(view.cy);
   renderPanel();
   toast("Proposal discarded", "ok");
 }

@@ -4,15 +4,10 @@
 import { el, replaceChildren } from "../lib/dom.js";
 import { request } from "../lib/api.js";
 import { debounce } from "../lib/format.js";
-import { CFG, state, view } from "./context.js";
+import { toast } from "../lib/toast.js";
+import { CFG, events, state, view } from "./context.js";
 import { issueTargets } from "./model.js";
-import { edgeList, realNodes, toGraph } from "./canvas.js";
-import { refreshPanelIssues } from "./panel.js";
-import { toast } from "./toolbar.js";
-
-export function clearIssueMarks() {
-  if (view.cy) view.cy.elements().removeClass("has-error");
-}
+import { clearIssueMarks, edgeList, realNodes, toGraph } from "./canvas.js";
 
 /** Run the server's validator on the canvas; mark and list what it finds. Returns true when valid. */
 export async function validate(options) {
@@ -53,7 +48,7 @@ export function showIssues(errors, edges) {
   box.hidden = false;
   state.issuesShown = errors.length > 0;
   if (!errors.length) setTimeout(() => { if (!state.issuesShown) box.hidden = true; }, 2500);
-  refreshPanelIssues();
+  events.emit("panel:issues");
 }
 
 function focusIssue(issue) {

@@ -8,10 +8,11 @@ import * as G from "../lib/graph.js";
 import { History, diffRows } from "./model.js";
 import { conflictView } from "./conflict.js";
 import { stamp } from "../lib/format.js";
+import { toast } from "../lib/toast.js";
 import { edgeList, realEdges, showGraph, snapshot, toGraph } from "./canvas.js";
 import { renderPanel } from "./panel.js";
 import { showIssues, validate } from "./validation.js";
-import { showBanner, toast, updateToolbar } from "./toolbar.js";
+import { showBanner, updateToolbar } from "./toolbar.js";
 
 const $ = (sel) => document.querySelector(sel);
 
@@ -150,7 +151,7 @@ export async function restoreVersion(number, button) {
   }
   // The editor already edits the latest: show the restored graph in place, as saved.
   showGraph(graph, false);
-  G.fit(view.cy);
+  G.fitReadable(view.cy);
   state.version = state.latest = restored;
   state.history = new History(snapshot());
   $("#versions-dialog").close();

@@ -10,6 +10,7 @@
  */
 import { meta } from "./meta.js";
 import { bendFor } from "./edge-route.js";
+import { layered, viewportFor } from "./arrange.js";
 
 const DEFAULT_COLOR = "#64748b";
 const SIZES = {
@@ -18,6 +19,11 @@ const SIZES = {
   router: { shape: "round-diamond", width: 150, height: 76 },
 };
 const DEFAULT_SIZE = { shape: "round-rectangle", width: 150, height: 50 };
+/** A node's text size (px at zoom 1), and the least it should measure on screen: the editor opens a
+ * graph and lays it out at a zoom of at least READABLE_PX / NODE_FONT (lib/arrange.js viewportFor). */
+export const NODE_FONT = 13;
+export const READABLE_PX = 11;
+export const readableZoom = () => READABLE_PX / NODE_FONT;
 /** Instance and step statuses (workflows/engine/statuses.py) -> the colour of the halo around a node. */
 export const statusColors = () => meta().statusColors;
 
@@ -49,20 +55,20 @@ export function edgeLabel(edge) {
   return text.length > EDGE_LABEL_MOST ? text.slice(0, EDGE_LABEL_MOST - 1) + "…" : text;
 }
 
-/** The gap between layers the longest edge label needs to sit between two nodes without covering them
- * (LR: its width, wrapped at EDGE_LABEL_WIDTH; TB: its wrapped lines' height), plus room for the arrow. */
-export function labelRoom(graph, direction) {
-  let width = 0;
-  let lines = 0;
-  (graph.edges || []).forEach((edge) => {
-    const text = edgeLabel(edge);
-    if (!text) return;
-    const chars = Math.min(text.length, Math.floor(EDGE_LABEL_WIDTH / CHAR_WIDTH));
-    width = Math.max(width, chars * CHAR_WIDTH);
-    lines = Math.max(lines, Math.ceil((text.length * CHAR_WIDTH) / EDGE_LABEL_WIDTH));
-  });
-  if (!width) return 0;
+/** The gap between two layers an edge's label needs to sit between its nodes without covering them
+ * (LR: its width, wrapped at EDGE_LABEL_WIDTH; TB: its wrapped lines' height), plus room for the
+ * arrow; 0 for an edge without a label. */
+export function edgeLabelRoom(edge, direction) {
+  const text = edgeLabel(edge);
+  if (!text) return 0;
+  const width = Math.min(text.length, Math.floor(EDGE_LABEL_WIDTH / CHAR_WIDTH)) * CHAR_WIDTH;
+  const lines = Math.ceil((text.length * CHAR_WIDTH) / EDGE_LABEL_WIDTH);
   return Math.round(direction === "TB" ? lines * LINE_HEIGHT + 44 : width + 48);
+}
+
+/** The gap the graph's widest edge label needs (see edgeLabelRoom): dagre has one gap for all layers. */
+export function labelRoom(graph, direction) {
+  return Math.max(0, ...(graph.edges || []).map((edge) => edgeLabelRoom(edge, direction)));
 }
 
 /** Dagre options with at least the layer gap the graph's edge labels need (see labelRoom). */
@@ -124,7 +130,7 @@ export function style() {
       "shape": "data(shape)", "width": "data(w)", "height": "data(h)",
       "background-color": "data(color)", "background-opacity": 0.95,
       "border-width": 2, "border-color": "#0f172a", "border-opacity": 0.25,
-      "label": "data(display)", "color": "#fff", "font-size": 12, "font-weight": 600,
+      "label": "data(display)", "color": "#fff", "font-size": NODE_FONT, "font-weight": 600,
       "text-valign": "center", "text-halign": "center", "text-wrap": "wrap", "text-max-width": 140,
       "line-height": 1.35, "font-family": "system-ui, sans-serif",
     } },
@@ -192,12 +198,30 @@ export function layoutOptions(direction, extra) {
   }, extra || {});
 }
 
-/** Layered layout (dagre) of the whole graph, left to right ("LR") or top to bottom ("TB"). */
-export function layout(cy, direction, extra) {
-  const labels = { edges: cy.edges().map((e) => ({ when: e.data("when"), label: (e.data("edge") || {}).label })) };
-  cy.layout(withLabelRoom(layoutOptions(direction, Object.assign({ fit: false }, extra || {})), labels)).run();
+/** The editor's Layout: the whole graph in layers by its edges (lib/arrange.js layered), left to
+ * right ("LR") or top to bottom ("TB"), compact (only the gaps with edge labels widen for them), then
+ * shown whole at a readable size when it fits (fitReadable). */
+export function layout(cy, direction) {
+  const dir = direction === "TB" ? "TB" : "LR";
+  const nodes = cy.nodes("[type]").map((n) => ({ id: n.id(), w: n.width(), h: n.height(), last: n.data("type") === "end" }));
+  const edges = cy.edges("[display]").map((e) => ({ source: e.data("source"), target: e.data("target"),
+    room: edgeLabelRoom({ when: e.data("when"), label: (e.data("edge") || {}).label }, dir) }));
+  const positions = layered(nodes, edges, { direction: dir, rankSep: 50, nodeSep: 36 });
+  cy.batch(() => nodes.forEach((n) => cy.getElementById(n.id).position(positions[n.id])));
   routeEdges(cy);
-  fit(cy);
+  fitReadable(cy);
+}
+
+/** Show the graph as large as fits, but never so small that a node's text measures under READABLE_PX
+ * on screen (a bigger graph is shown from its start; the rest is a pan or the Fit button away) nor
+ * above 1.2x (a small graph stays a graph). What the editor opens, lays out and imports at. */
+export function fitReadable(cy) {
+  cy.resize(); // the canvas may have changed size since cytoscape measured it (panels, banners)
+  const shown = cy.$("node[type], edge[display]");
+  if (shown.empty()) return;
+  const bb = shown.boundingBox({ includeOverlays: false, includeUnderlays: false });
+  const v = viewportFor(bb, cy.width(), cy.height(), { padding: 24, minZoom: readableZoom(), maxZoom: 1.2 });
+  cy.viewport({ zoom: v.zoom, pan: v.pan });
 }
 
 const BEND_STYLE = "curve-style control-point-distances control-point-weights";

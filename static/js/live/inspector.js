@@ -44,7 +44,7 @@ export function createInspector(page) {
     }
     if (!box) {
       box = el("div", { id: "insp-partial", class: "partial", "aria-live": "polite" },
-        el("h4", {}, "Reply so far (streaming)"), el("pre", { class: "json partial-text" }));
+        el("h4", {}, "Reply so far (streaming)"), el("pre", { class: "json partial-text", tabindex: "0" }));
       $("insp-runs").prepend(box);
     }
     box.querySelector("pre").textContent = partial.text;
@@ -110,17 +110,18 @@ export function createInspector(page) {
       el("dl", { class: "facts" }, facts.map(([k, v]) => [el("dt", {}, k), el("dd", {}, String(v))])),
       run.child ? childLink(run.child) : null,
     ];
+    // The JSON blocks scroll (max-height): tabindex 0 lets keyboard users scroll them (axe: scrollable-region-focusable).
     if (run.error) {
       const rest = Object.assign({}, run.error);
       delete rest.traceback;
       parts.push(el("h4", { class: "error" }, "Error"), el("p", { class: "error" }, run.error.message || ""),
-        el("pre", { class: "json" }, JSON.stringify(rest, null, 2)),
-        run.error.traceback ? el("pre", { class: "traceback" }, run.error.traceback) : null);
+        el("pre", { class: "json", tabindex: "0" }, JSON.stringify(rest, null, 2)),
+        run.error.traceback ? el("pre", { class: "traceback", tabindex: "0" }, run.error.traceback) : null);
     }
     parts.push(el("h4", {}, "Input"),
-      el("pre", { class: "json" }, run.input === null ? "—" : JSON.stringify(run.input, null, 2)),
+      el("pre", { class: "json", tabindex: "0" }, run.input === null ? "—" : JSON.stringify(run.input, null, 2)),
       el("h4", {}, "Output"),
-      el("pre", { class: "json" }, run.output === null ? "—" : JSON.stringify(run.output, null, 2)));
+      el("pre", { class: "json", tabindex: "0" }, run.output === null ? "—" : JSON.stringify(run.output, null, 2)));
     parts.push(toolCallsSection(run));
     const d = el("details", { class: "run" }, parts);
     d.open = open;

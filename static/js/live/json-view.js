@@ -25,7 +25,8 @@ export function jsonTree(value, depth, openDepth) {
 }
 
 export function jsonPanel(value, { openDepth = 2, label = "JSON" } = {}) {
-  const body = el("div", { class: "jv-body" });
+  // Focusable: it scrolls, and a long string leaves nothing inside it to Tab to (axe: scrollable-region-focusable).
+  const body = el("div", { class: "jv-body", tabindex: "0" });
   const msg = el("span", { class: "hint jv-msg", role: "status" });
   let current = value;
   const copy = el("button", { type: "button", class: "jv-copy", "aria-label": "Copy " + label, onclick: async () => {

@@ -27,12 +27,12 @@ export function toolCallsSection(run) {
   // One block per call (the inspector is narrow: arguments and result one under the other).
   const blocks = calls.map((c) => {
     const outcome = c.error !== undefined
-      ? el("pre", { class: "json error" }, c.error)
-      : "result" in c ? el("pre", { class: "json" }, json(c.result)) : el("p", { class: "hint" }, "running…");
+      ? el("pre", { class: "json error", tabindex: "0" }, c.error)
+      : "result" in c ? el("pre", { class: "json", tabindex: "0" }, json(c.result)) : el("p", { class: "hint" }, "running…");
     return el("div", { class: "tool-call", dataset: { call: c.id } },
       el("p", {}, "Round " + c.round + " · ", el("strong", {}, c.name), " ",
         el("span", { class: "hint" }, c.id + (c.step ? " · step #" + c.step : ""))),
-      el("h5", {}, "Arguments"), el("pre", { class: "json" }, json(c.args)),
+      el("h5", {}, "Arguments"), el("pre", { class: "json", tabindex: "0" }, json(c.args)),
       el("h5", {}, c.error !== undefined ? "Error" : "Result"), outcome);
   });
   return [

@@ -2,7 +2,7 @@
  * when the dashboard socket reports committed changes (dashboard/live/relay.py coalesces them to at
  * most two messages a second) and polled only while that socket is down. */
 
-import { byId } from "../lib/dom.js";
+import { byId, el } from "../lib/dom.js";
 import { getJSON } from "../lib/api.js";
 import { debounce } from "../lib/format.js";
 import { openSocket } from "../lib/socket.js";
@@ -13,7 +13,8 @@ const POLL_MS = 15000;
 async function refresh() {
   try {
     const data = await getJSON(badge.dataset.url + "?limit=0");
-    badge.textContent = String(data.open);
+    // The number, then words for screen readers ("Review 3 open"): an aria-label on a span is not read.
+    badge.replaceChildren(String(data.open), el("span", { class: "visually-hidden" }, " open"));
     badge.dataset.count = String(data.open);
     badge.hidden = false;
     badge.classList.toggle("zero", data.open === 0);

@@ -7,8 +7,11 @@ once decompressed, and one total deadline (clamped to MAX_TIMEOUT_S) covers conn
 whole body. tests/security/test_outbound.py fails if any other module opens HTTP connections.
 """
 
-from workflows.engine.outbound.async_client import close_pools, run_closing
-from workflows.engine.outbound.async_client import request as arequest
+from __future__ import annotations
+
+from collections.abc import Callable, Coroutine, Mapping
+from typing import Any, TypeVar
+
 from workflows.engine.outbound.sync_client import request
 from workflows.engine.outbound.types import (
     MAX_BODY_BYTES,
@@ -21,6 +24,37 @@ from workflows.engine.outbound.types import (
     clamp_timeout,
 )
 from workflows.engine.ssrf import Policy
+
+T = TypeVar("T")
+
+# The asyncio client (async_client) is loaded on first use: importing aiohttp costs ~0.3 s, and every process
+# imports this package (node modules register at start-up) while only the AI worker and LLM calls need it.
+
+
+async def arequest(method: str, url: str, *, policy: Policy, timeout_s: float, pool: str, limit: int = 100,
+                   headers: Mapping[str, str] | None = None, json: Any = None, max_bytes: int = MAX_BODY_BYTES,
+                   ssl_context: Any = True, on_chunk: Callable[[bytes], None] | None = None) -> Reply:
+    """async_client.request: the asyncio twin of `request`."""
+    from workflows.engine.outbound import async_client
+
+    return await async_client.request(method, url, policy=policy, timeout_s=timeout_s, pool=pool, limit=limit,
+                                      headers=headers, json=json, max_bytes=max_bytes, ssl_context=ssl_context,
+                                      on_chunk=on_chunk)
+
+
+async def close_pools() -> None:
+    """async_client.close_pools: close this event loop's sessions."""
+    from workflows.engine.outbound import async_client
+
+    await async_client.close_pools()
+
+
+def run_closing(main: Coroutine[Any, Any, T]) -> T:
+    """async_client.run_closing: asyncio.run that closes the sessions the loop opened."""
+    from workflows.engine.outbound import async_client
+
+    return async_client.run_closing(main)
+
 
 __all__ = [
     "MAX_BODY_BYTES", "MAX_TIMEOUT_S", "DeadlineExceeded", "Policy", "Reply", "ResponseTooLarge",
