@@ -8,7 +8,8 @@ class WorkflowsConfig(AppConfig):
 
     def ready(self) -> None:
         # Register the example workflows' Python functions and the system checks.
-        from workflows import checks  # noqa: F401
+        # The runtime before the store, which imports it back (issue 20).
+        from workflows import checks, runtime  # noqa: F401
         from workflows.examples import functions  # noqa: F401
         from workflows.store import state_reads  # noqa: F401 - instance.context reads through it
 
