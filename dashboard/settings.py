@@ -47,11 +47,14 @@ CSRF_TRUSTED_ORIGINS = env_list("CSRF_TRUSTED_ORIGINS", [])
 # A failed CSRF check on /api/ answers JSON with a message, like every other API error.
 CSRF_FAILURE_VIEW = "dashboard.api.http.csrf_failure"
 
-# Not "daphne": its app only swaps `manage.py runserver` for an ASGI one, which nothing here uses (web is the
-# `daphne` command, scripts/devrun.py and docker/), and importing it loads Twisted and Autobahn into every
-# worker, scheduler and management command (~0.35 s of start-up each).
+# What every process loads at start-up (workers, scheduler and management commands too, and the test suite
+# starts ~1,000 of them) is kept to what they use:
+# - not "daphne": its app only swaps `manage.py runserver` for an ASGI one, which nothing here uses (web is the
+#   `daphne` command: scripts/devrun.py, docker/), and importing it loads Twisted and Autobahn (~0.35 s);
+# - the admin without autodiscovery at start-up: dashboard/urls.py discovers the admin modules when the URLs
+#   load (web, the test client, `check`), not in a worker (django_rq's admin alone pulls in rq's cron module);
 INSTALLED_APPS = [
-    "django.contrib.admin",
+    "django.contrib.admin.apps.SimpleAdminConfig",
     "django.contrib.auth",
     "django.contrib.contenttypes",
     "django.contrib.sessions",
@@ -59,7 +62,9 @@ INSTALLED_APPS = [
     "django.contrib.staticfiles",
     "channels",
     "django_rq",
-    "ninja",  # the v1 API (dashboard/api/v1/); listed so its Swagger UI files are served from static/, no CDN
+    # The v1 API (dashboard/api/v1/); listed so its Swagger UI files are served from static/, no CDN (ninja
+    # renders its CDN page when it is not listed here).
+    "ninja",
     "workflows",
     "dashboard",
 ]

@@ -37,6 +37,9 @@ from dashboard.pages import (
 from dashboard.security.login_throttle import ThrottledAdminAuthenticationForm, ThrottledAuthenticationForm
 
 # Both login pages say when a login is refused because of too many failures (dashboard/security/login_throttle.py).
+# The admin modules are discovered here, when the URLs load (dashboard/settings.py: SimpleAdminConfig keeps
+# them out of the worker and scheduler processes, which never serve the admin).
+admin.autodiscover()
 admin.site.login_form = ThrottledAdminAuthenticationForm
 
 urlpatterns = [

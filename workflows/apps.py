@@ -8,15 +8,12 @@ class WorkflowsConfig(AppConfig):
 
     def ready(self) -> None:
         # Register the example workflows' Python functions and the system checks.
-        # The notifications act on committed units; the runtime runs them with its effects.
-        from workflows import (
-            checks,  # noqa: F401
-            runtime,
-        )
+        from workflows import checks, runtime  # noqa: F401 - checks registers the system checks
         from workflows.examples import functions  # noqa: F401
         from workflows.store import state_reads  # noqa: F401 - instance.context reads through it
         from workflows.triggers import notifications
 
+        # The notifications act on committed units: the runtime runs them with its effects.
         runtime.add_commit_hook(notifications.after_commit_notices)
 
         self._import_extra_functions()
