@@ -25,6 +25,7 @@ from workflows.engine import breaker as breaker_logic
 from workflows.engine.nodes import known_kinds
 from workflows.engine.priorities import queue_names
 from workflows.engine.statuses import InstanceStatus, StepStatus
+from workflows.engine.usage import has_split, step_tokens
 from workflows.models import BreakerState, ReviewItem, ReviewStatus, StepRun, WorkflowInstance
 from workflows.operators import operations
 from workflows.runtime.subflows import child_kinds
@@ -52,9 +53,6 @@ def _iso(value: datetime | None) -> str | None:
 
 def step_json(step: StepRun, child: dict[str, Any] | None = None) -> dict[str, Any]:
     usage = step.usage or {}
-    # A sub-workflow's usage is its child's total (`tokens`); an llm step's, prompt and completion.
-    tokens = int(usage.get("tokens", 0) or 0) if "tokens" in usage else (
-        int(usage.get("prompt_tokens", 0) or 0) + int(usage.get("completion_tokens", 0) or 0))
     duration = step.duration_s
     return {
         "id": step.pk,
@@ -74,7 +72,10 @@ def step_json(step: StepRun, child: dict[str, Any] | None = None) -> dict[str, A
         "output": step.output,
         "error": step.error,
         "usage": step.usage,
-        "tokens": tokens,
+        # One rule with the run report and the instance's total (engine/usage.py); the inspector shows the
+        # in/out split only where the usage has one (an llm step, not a sub-workflow's or planner's total).
+        "tokens": step_tokens(usage),
+        "tokens_split": has_split(usage),
         "cost_usd": float(usage.get("cost_usd", 0) or 0),
         "idempotency_key": step.idempotency_key,
         "degraded": step.degraded,
