@@ -8,7 +8,6 @@ import logging
 from typing import Any
 from urllib.parse import urlencode
 
-from django.core.cache import cache
 from django.db.models import Q, TextField
 from django.db.models.functions import Cast, Coalesce, Length
 from django.http import HttpRequest, JsonResponse
@@ -16,7 +15,7 @@ from django.urls import reverse
 
 from dashboard.api.http import api_view, error, object_body
 from dashboard.api.shapes import instance_json, step_json
-from dashboard.api.stats import compute_stats
+from dashboard.api.stats import cached_stats
 from dashboard.security import permissions
 from workflows.models import ReviewItem, ReviewStatus, StepRun, WorkflowInstance
 from workflows.operators import operations
@@ -26,7 +25,6 @@ log = logging.getLogger("steadyflow.dashboard")
 
 VIEW = permissions.VIEW_INSTANCES
 OPERATE = permissions.OPERATE
-STATS_CACHE_S = 1.0
 MAX_STEPS = 1000
 # What one step list holds of inputs and outputs at most (bytes of their JSON text): a list of huge
 # outputs is answered without loading them all (the rest are fetched per node).
@@ -201,9 +199,4 @@ def review_decide(request: HttpRequest, instance_id: int) -> JsonResponse:
 
 @api_view(("GET",), perm=VIEW)
 def dashboard_stats(request: HttpRequest) -> JsonResponse:
-    # Many open dashboards share one computation per second per web process.
-    stats = cache.get("steadyflow:dashboard-stats")
-    if stats is None:
-        stats = compute_stats()
-        cache.set("steadyflow:dashboard-stats", stats, STATS_CACHE_S)
-    return JsonResponse(stats)
+    return JsonResponse(cached_stats())

@@ -12,6 +12,7 @@ from typing import Any
 from django.db.models import F
 
 from workflows.engine import breaker as breaker_logic
+from workflows.engine.usage import has_split, step_tokens
 from workflows.models import (
     AuditEntry,
     BreakerState,
@@ -54,9 +55,6 @@ def events_after(instance: WorkflowInstance, after: int, limit: int) -> dict[str
 
 def step_json(step: StepRun, child: dict[str, Any] | None = None) -> dict[str, Any]:
     usage = step.usage or {}
-    # A sub-workflow's usage is its child's total (`tokens`); an llm step's, prompt and completion.
-    tokens = int(usage.get("tokens", 0) or 0) if "tokens" in usage else (
-        int(usage.get("prompt_tokens", 0) or 0) + int(usage.get("completion_tokens", 0) or 0))
     duration = step.duration_s
     return {
         "id": step.pk,
@@ -76,7 +74,10 @@ def step_json(step: StepRun, child: dict[str, Any] | None = None) -> dict[str, A
         "output": step.output,
         "error": step.error,
         "usage": step.usage,
-        "tokens": tokens,
+        # One rule with the run report and the instance's total (engine/usage.py); the inspector shows the
+        # in/out split only where the usage has one (an llm step, not a sub-workflow's or planner's total).
+        "tokens": step_tokens(usage),
+        "tokens_split": has_split(usage),
         "cost_usd": float(usage.get("cost_usd", 0) or 0),
         "idempotency_key": step.idempotency_key,
         "degraded": step.degraded,

@@ -45,7 +45,11 @@ def filtered_items(params: Any) -> tuple[QuerySet[ReviewItem], dict[str, str], l
         if chosen[name] and chosen[name] not in allowed:
             errors.append(f"'{name}' must be one of {', '.join(allowed)}, not {chosen[name]!r}")
             chosen[name] = ""
-    items = ReviewItem.objects.select_related("instance__version__definition", "decided_by")
+    # The inbox shows the item, its instance's id and its workflow: the instance's JSON and the version's
+    # graph stay unread (a row of the list decoded them all before).
+    items = (ReviewItem.objects.select_related("instance__version__definition", "decided_by")
+             .defer("instance__input", "instance__context", "instance__state", "instance__error",
+                    "instance__version__graph"))
     if chosen["status"]:
         items = items.filter(status=chosen["status"])
     if chosen["reason"]:

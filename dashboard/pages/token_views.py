@@ -21,9 +21,12 @@ EXPIRY_CHOICES = [("30", "30 days"), ("90", "90 days"), ("365", "1 year"), ("", 
 
 
 class TokenForm(forms.Form):
-    name = forms.CharField(max_length=100)
-    scopes = forms.MultipleChoiceField(choices=[(s, s) for s in tokens.SCOPES], widget=forms.CheckboxSelectMultiple)
-    expires_in_days = forms.ChoiceField(choices=EXPIRY_CHOICES, required=False, initial="90")
+    name = forms.CharField(max_length=100, help_text="What uses it, e.g. deploy bot.")
+    scopes = forms.MultipleChoiceField(
+        choices=[(s, s) for s in tokens.SCOPES], widget=forms.CheckboxSelectMultiple,
+        help_text="read: workflows, instances, reviews, breakers · run: start instances (and cancel your own) · "
+                  "operate: cancel, retry, rerun, decide reviews, reset breakers · design: save workflow versions")
+    expires_in_days = forms.ChoiceField(choices=EXPIRY_CHOICES, required=False, initial="90", label="Expires")
 
     def __init__(self, *args: object, user: object, **kwargs: object) -> None:
         super().__init__(*args, **kwargs)

@@ -7,6 +7,7 @@ import logging
 from datetime import datetime
 from typing import Any
 
+from django import forms
 from django.conf import settings
 from django.contrib import messages
 from django.core.exceptions import PermissionDenied, RequestDataTooBig
@@ -16,14 +17,14 @@ from django.utils import timezone
 from django.views.decorators.csrf import csrf_exempt
 
 from dashboard.pages.public_url import public_base
+from dashboard.pages.trigger_forms import ScheduleForm, WebhookForm
 from dashboard.security import permissions
 from dashboard.security.login_throttle import client_address
 from dashboard.security.permissions import authorize
-from workflows.engine import strict_json
-from workflows.engine.priorities import NORMAL, PRIORITIES, parse_priority
+from workflows.engine.priorities import parse_priority
 from workflows.models import WorkflowDefinition
 from workflows.triggers import manage, mapping, schedules, signing, throttle, webhooks
-from workflows.triggers.models import CatchUp, Schedule, ScheduleFire, Webhook, WebhookRejection
+from workflows.triggers.models import Schedule, ScheduleFire, Webhook, WebhookRejection
 
 log = logging.getLogger("steadyflow.triggers")
 
@@ -83,9 +84,12 @@ def workflow_triggers(request: HttpRequest, slug: str) -> HttpResponse:
         refused = permissions.refusal(request.user, permissions.CHANGE_WORKFLOW)
         if refused is not None:
             raise PermissionDenied(refused)
+        action = request.POST.get("action", "")
+        if action in ("add_webhook", "add_schedule"):
+            return _add(request, definition, action)
         try:
-            new_secret = _change(request, definition)
-        except (schedules.ScheduleInvalid, mapping.MappingError, strict_json.JSONRejected, ValueError) as exc:
+            new_secret = _change(request, definition, action)
+        except ValueError as exc:
             messages.error(request, str(exc))
         else:
             if new_secret is not None:
@@ -95,43 +99,62 @@ def workflow_triggers(request: HttpRequest, slug: str) -> HttpResponse:
     return _page(request, definition, None)
 
 
-def _page(request: HttpRequest, definition: WorkflowDefinition, new_secret: dict[str, str] | None) -> HttpResponse:
+def _forms(data: Any = None, action: str = "") -> tuple[WebhookForm, ScheduleForm]:
+    """The two add forms; the one posted is bound. Their own id prefixes: both have a priority field."""
+    return (WebhookForm(data if action == "add_webhook" else None, auto_id="webhook_%s"),
+            ScheduleForm(data if action == "add_schedule" else None, auto_id="schedule_%s"))
+
+
+def _add(request: HttpRequest, definition: WorkflowDefinition, action: str) -> HttpResponse:
+    """A new webhook (its secret shown once in this answer) or schedule; a mistake is shown at its field
+    with what was typed kept (400)."""
+    webhook_form, schedule_form = _forms(request.POST, action)
+    form: forms.Form = webhook_form if action == "add_webhook" else schedule_form
+    if form.is_valid():
+        data, now = form.cleaned_data, timezone.now()
+        try:
+            if action == "add_webhook":
+                hook = manage.create_webhook(definition, data["name"], data["input_mapping"], now,
+                                             priority=parse_priority(data["priority"], "the webhook's priority"))
+                messages.success(request, f"webhook {hook.hook_id} created: copy its secret now, it is not shown again")
+                return _page(request, definition, {"hook": hook.hook_id, "secret": hook.secret})
+            schedules.create(definition, data["cron"], data["timezone"], catch_up=data["catch_up"],
+                             start_input=data["input"], now=now, priority=data["priority"])
+        except (schedules.ScheduleInvalid, mapping.MappingError, ValueError) as exc:
+            form.add_error(None, str(exc))
+        else:
+            messages.success(request, "schedule added")
+            return redirect("workflow-triggers", slug=definition.slug)
+    return _page(request, definition, None, (webhook_form, schedule_form), status=400)
+
+
+def _page(request: HttpRequest, definition: WorkflowDefinition, new_secret: dict[str, str] | None,
+          add_forms: tuple[WebhookForm, ScheduleForm] | None = None, status: int = 200) -> HttpResponse:
     now = timezone.now()
     hooks = list(definition.webhooks.all())
     rows = [{"schedule": s, "next": schedules.next_times(s.cron, s.timezone, now) if s.enabled else []}
             for s in definition.schedules.all()]
+    webhook_form, schedule_form = add_forms or _forms()
     response = render(request, "dashboard/triggers.html", {
         "definition": definition, "webhooks": hooks, "schedules": rows,
         "rejections": WebhookRejection.objects.filter(webhook__definition=definition).select_related("webhook")[:50],
         "fires": ScheduleFire.objects.filter(schedule__definition=definition)[:20],
         "new_secret": new_secret,
         "can_change": request.user.has_perm(permissions.CHANGE_WORKFLOW),
-        "catch_up_choices": CatchUp.values, "priorities": PRIORITIES, "signature_header": signing.HEADER,
-        "delivery_header": signing.DELIVERY_HEADER,
+        "webhook_form": webhook_form, "schedule_form": schedule_form,
+        "signature_header": signing.HEADER, "delivery_header": signing.DELIVERY_HEADER,
         # The webhook URLs to paste elsewhere: the public address, not BASE_URL's notification default.
         "base_url": public_base(request),
-    })
+    }, status=status)
     response["Cache-Control"] = "no-store"  # it may show a new secret: no cache may keep it
     return response
 
 
-def _json_field(request: HttpRequest, name: str) -> Any:
-    text = request.POST.get(name, "").strip()
-    return strict_json.loads(text, name) if text else {}
-
-
-def _change(request: HttpRequest, definition: WorkflowDefinition) -> dict[str, str] | None:
-    """Apply the POSTed action; a new webhook secret to show once, or None."""
-    action = request.POST.get("action", "")
+def _change(request: HttpRequest, definition: WorkflowDefinition, action: str) -> dict[str, str] | None:
+    """Apply a POSTed action on an existing webhook or schedule; a new webhook secret to show once, or None."""
     now = timezone.now()
     pk = request.POST.get("id", "")
-    if action == "add_webhook":
-        priority = parse_priority(request.POST.get("priority") or None, "the webhook's priority")
-        hook = manage.create_webhook(definition, request.POST.get("name", ""), _json_field(request, "input_mapping"),
-                                     now, priority=priority)
-        messages.success(request, f"webhook {hook.hook_id} created: copy its secret now, it is not shown again")
-        return {"hook": hook.hook_id, "secret": hook.secret}
-    elif action in ("enable_webhook", "disable_webhook", "rotate_webhook", "delete_webhook"):
+    if action in ("enable_webhook", "disable_webhook", "rotate_webhook", "delete_webhook"):
         hook = get_object_or_404(Webhook, definition=definition, pk=pk)
         if action == "delete_webhook":
             hook.delete()
@@ -140,12 +163,6 @@ def _change(request: HttpRequest, definition: WorkflowDefinition) -> dict[str, s
             return {"hook": hook.hook_id, "secret": manage.rotate_secret(hook, now)}
         else:
             manage.set_enabled(hook, action == "enable_webhook")
-    elif action == "add_schedule":
-        schedules.create(definition, request.POST.get("cron", "").strip(),
-                         request.POST.get("timezone", "UTC").strip() or "UTC",
-                         catch_up=request.POST.get("catch_up", CatchUp.SKIP), start_input=_json_field(request, "input"),
-                         now=now, priority=request.POST.get("priority") or NORMAL)
-        messages.success(request, "schedule added")
     elif action in ("enable_schedule", "disable_schedule", "delete_schedule"):
         schedule = get_object_or_404(Schedule, definition=definition, pk=pk)
         if action == "delete_schedule":

@@ -2,13 +2,14 @@
 
 from __future__ import annotations
 
+import functools
 import json
 from datetime import UTC, date, datetime, time, timedelta
 from typing import Any
 from urllib.parse import urlencode
 
 from django.core.paginator import Paginator
-from django.db.models import F, Q, TextField
+from django.db.models import F, OuterRef, Q, Subquery, TextField
 from django.db.models.fields.json import KeyTransform
 from django.db.models.functions import Cast
 from django.http import HttpRequest, HttpResponse, JsonResponse
@@ -32,9 +33,18 @@ def _get_instance_for_user(request: HttpRequest, instance_id: int) -> WorkflowIn
 @authorize(permissions.VIEW_INSTANCES)
 def home(request: HttpRequest) -> HttpResponse:
     """The operations dashboard: figures come from /api/dashboard and refresh over the `dashboard` group."""
-    from dashboard.api.stats import compute_stats
+    from dashboard.api.stats import cached_stats
 
-    return render(request, "dashboard/home.html", {"stats": compute_stats(), "first_run": first_run(request)})
+    # The cached figures: the page's script asks /api/dashboard for them right after, the same second.
+    return render(request, "dashboard/home.html", {"stats": cached_stats(), "first_run": first_run(request)})
+
+
+@functools.cache
+def example_slugs() -> tuple[str, ...]:
+    """The examples' slugs, read from their files once per process (they ship with the code)."""
+    from workflows.examples import example_files, load_example
+
+    return tuple(str(load_example(path).get("slug")) for path in example_files())
 
 
 def first_run(request: HttpRequest) -> dict[str, Any] | None:
@@ -42,14 +52,14 @@ def first_run(request: HttpRequest) -> dict[str, Any] | None:
     newcomer's dashboard (no instance yet) leads with them and says what to do when none is loaded;
     later they stay as a smaller "Examples" card (running one again is one click), None when none is loaded."""
     newcomer = not WorkflowInstance.objects.exists()
-    from workflows.examples import example_files, load_example
-
-    slugs = [load_example(path).get("slug") for path in example_files()]
+    slugs = example_slugs()
     definitions = {d.slug: d for d in WorkflowDefinition.objects.filter(slug__in=slugs, archived=False)}
+    # Every example's latest version in one statement (not one per example).
+    latest_of = _latest_versions(list(definitions.values()))
     examples = []
     for slug in slugs:
         definition = definitions.get(slug)
-        latest = definition.latest_version() if definition else None
+        latest = latest_of.get(definition.pk) if definition else None
         if definition is None or latest is None:
             continue
         graph = latest.graph if isinstance(latest.graph, dict) else {}
@@ -70,6 +80,14 @@ def first_run(request: HttpRequest) -> dict[str, Any] | None:
         "can_start": request.user.has_perm(permissions.START),
         "can_create": request.user.has_perm(permissions.CREATE_WORKFLOW),
     }
+
+
+def _latest_versions(definitions: list[WorkflowDefinition]) -> dict[int, WorkflowVersion]:
+    """{definition id: latest version}, in one statement."""
+    newest = (WorkflowVersion.objects.filter(definition_id=OuterRef("definition_id")).order_by("-number")
+              .values("pk")[:1])
+    return {v.definition_id: v for v in WorkflowVersion.objects.filter(definition__in=definitions,
+                                                                       pk=Subquery(newest))}
 
 
 @authorize(permissions.VIEW_GRAPHS, permissions.VIEW_INSTANCES)
@@ -171,6 +189,9 @@ def _url_template(name: str) -> str | None:
 
 
 INSTANCE_PAGE_SIZE = 50
+# The columns a list of instances never shows (instance list, its JSON refresh): left unread.
+LIST_DEFERRED = ("input", "context", "state", "error", "version__graph", "parent_step__input", "parent_step__output",
+                 "parent_step__usage", "parent_step__error")
 KNOWN_REASONS = ("step_failed", "dead_end", "loop_breaker", "circuit_open", "ttl_expired", "budget_exceeded",
                  "poison_step", "compensation_failed", "rejected", "cancelled")
 
@@ -230,8 +251,11 @@ def _instance_list_context(request: HttpRequest) -> dict[str, Any]:
             # A whole traceparent, or just its 32-hex trace id (substrings of the stored value), or
             # text in the start input or the context.
             instances = instances.filter(Q(trace_id__contains=query.lower()) | json_text_matches(query))
-    paginator = Paginator(instances.select_related("version__definition", "parent_step").order_by("-id"),
-                          INSTANCE_PAGE_SIZE)
+    # A row shows ids, statuses and times: its JSON (input, context, state, error), its version's graph and
+    # its parent step's payloads stay unread (decoding them for 50 rows was most of the page's time).
+    rows = (instances.select_related("version__definition", "parent_step").defer(*LIST_DEFERRED)
+            .order_by("-id"))
+    paginator = Paginator(rows, INSTANCE_PAGE_SIZE)
     page = paginator.get_page(get.get("page"))
     kept = {k: v for k, v in filters.items() if v}
     return {

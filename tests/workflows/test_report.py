@@ -94,3 +94,29 @@ def test_a_truncated_step_list_says_so() -> None:
     report = build_report(INSTANCE, [step(1, "start", node_type="start", end=0)], steps_total=50_000)
     assert report["truncated"] is True and report["totals"]["steps"] == 50_000 and len(report["steps"]) == 1
     assert report["totals"]["tokens"] == 165  # the instance's own counters, whatever was listed
+
+
+def test_a_planner_or_sub_workflow_step_counts_the_same_tokens_in_the_report_as_in_the_inspector() -> None:
+    """Issue 22: the step inspector showed 1112 tokens for a planner step (its usage records the child's
+    total as `tokens`, no in/out split) and the run report 0. One function counts a step's tokens for both
+    (workflows/engine/usage.py), and for the instance's running total."""
+    from types import SimpleNamespace
+
+    from dashboard.api.shapes import step_json
+    from workflows.engine.usage import has_split, step_tokens
+
+    planner_usage = {"tokens": 1112, "cost_usd": 0.01, "model": "planner:scripted", "child": 12}
+    llm_usage = {"model": "m", "prompt_tokens": 100, "completion_tokens": 50, "cost_usd": 0.3}
+    rows = [step(1, "plan", node_type="planner", usage=planner_usage), step(2, "ask", node_type="llm", usage=llm_usage)]
+    report = build_report({**INSTANCE, "tokens": 1262}, rows)
+    by_node = {s["node"]: s["tokens"] for s in report["steps"]}
+    assert by_node == {"plan": 1112, "ask": 150}
+    assert sum(n["tokens"] for n in report["nodes"]) == report["totals"]["tokens"] == 1262
+    for usage, split in ((planner_usage, False), (llm_usage, True)):
+        fake = SimpleNamespace(usage=usage, pk=1, node_id="n", node_type="t", visit=1, attempt=1, status="succeeded",
+                               queue="default", worker="", created_at=None, started_at=None, finished_at=None,
+                               due_at=None, duration_s=None, input={}, output={}, error=None, idempotency_key="k",
+                               degraded=False)
+        shown = step_json(fake)  # type: ignore[arg-type]  # the fields step_json reads
+        assert shown["tokens"] == step_tokens(usage) and shown["tokens_split"] is split
+    assert step_tokens(None) == 0 and not has_split({"tokens": 3})

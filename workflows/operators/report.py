@@ -13,6 +13,8 @@ from datetime import datetime
 from decimal import Decimal
 from typing import Any
 
+from workflows.engine.usage import step_tokens
+
 Row = Mapping[str, Any]
 
 
@@ -20,10 +22,6 @@ def _ms(start: datetime | None, end: datetime | None) -> float | None:
     if start is None or end is None:
         return None
     return round((end - start).total_seconds() * 1000, 2)
-
-
-def _tokens(usage: Mapping[str, Any]) -> int:
-    return int(usage.get("prompt_tokens") or 0) + int(usage.get("completion_tokens") or 0)
 
 
 def _tool_calls(output: Any) -> int:
@@ -53,7 +51,7 @@ def step_entry(step: Row) -> dict[str, Any]:
         "started_at": step.get("started_at"),
         "finished_at": step.get("finished_at"),
         "duration_ms": _ms(step.get("started_at"), step.get("finished_at")),
-        "tokens": _tokens(usage),
+        "tokens": step_tokens(usage),
         "cost_usd": round(float(usage.get("cost_usd") or 0), 8),
         "model": usage.get("model"),
         "tool_calls": _tool_calls(step.get("output")),

@@ -24,6 +24,7 @@ from workflows.engine.errors import ExpressionError, PayloadTooLarge, PermanentS
 from workflows.engine.nodes import NodeResult
 from workflows.engine.priorities import queue_name
 from workflows.engine.statuses import InstanceStatus, StepStatus
+from workflows.engine.usage import step_tokens
 from workflows.models import StepRun, WorkflowInstance
 from workflows.runtime import effects, subflows, tool_calls
 from workflows.runtime.activation import budget_exceeded, fired_edges, may_run, release_throttled, resolve
@@ -217,9 +218,7 @@ def _succeed(uow: UnitOfWork, step: StepRun, claim: Claim, result: NodeResult, a
                     input=redacted_input(claim), error=None, degraded=result.degraded)
     if added:
         # A sub-workflow reports its child's total as `tokens`; an llm node, prompt and completion.
-        tokens = int(added["tokens"]) if "tokens" in added else (
-            int(added.get("prompt_tokens", 0)) + int(added.get("completion_tokens", 0)))
-        uow.set_instance(tokens=inst.tokens + tokens,
+        uow.set_instance(tokens=inst.tokens + step_tokens(added),
                          cost_usd=Decimal(inst.cost_usd) + Decimal(str(added.get("cost_usd", 0))))
     uow.event("step_succeeded", step.node_id, step, visit=step.visit, attempt=step.attempt,
               duration_ms=round((uow.now - step.started_at).total_seconds() * 1000, 2) if step.started_at else None,

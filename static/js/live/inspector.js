@@ -97,8 +97,11 @@ export function createInspector(page) {
       ["Queue", run.queue], ["Worker", run.worker || "—"], ["Started", fmtTime(run.started_at)],
       ["Finished", fmtTime(run.finished_at)],
       ["Duration", run.duration_ms === null ? "—" : fmtMs(run.duration_ms)],
-      ["Tokens", run.tokens ? run.tokens + " (" + (usage.prompt_tokens || 0) + " in, "
-        + (usage.completion_tokens || 0) + " out)" : "—"],
+      // run.tokens is the server's count (engine/usage.py, the run report's too); the in/out split only
+      // where the usage has one: a sub-workflow or planner step records its child's total alone.
+      ["Tokens", run.tokens ? run.tokens + (run.tokens_split ? " (" + (usage.prompt_tokens || 0) + " in, "
+        + (usage.completion_tokens || 0) + " out)" : usage.child ? " (child instance #" + usage.child + ", in all)" : "")
+        : "—"],
       ["Cost", run.cost_usd ? "$" + run.cost_usd.toFixed(6) : "—"],
       ["Model", usage.model || "—"],
       ["Idempotency key", run.idempotency_key],

@@ -24,12 +24,17 @@ async function refresh() {
 
 if (badge) {
   const soon = debounce(refresh, 250);
+  // One request per page, not two: the socket's hello (sent once it is subscribed, so no change is
+  // missed after it) asks for the count; only when no hello comes soon does the page ask by itself.
+  // Every page loads this script, and each request waited its turn behind the page's own.
+  let asked = false;
+  const first = () => { if (!asked) { asked = true; refresh(); } };
   const sock = openSocket("/ws/dashboard/", {
     onMessage: (data, s) => {
-      if (data.type === "hello") { s.connected = true; refresh(); }
+      if (data.type === "hello") { s.connected = true; if (asked) soon(); else first(); }
       else if (data.type === "changes") soon();
     },
   });
+  setTimeout(first, 1000);
   setInterval(() => { if (!sock.connected && !sock.stopped) refresh(); }, POLL_MS);
-  refresh();
 }
