@@ -79,8 +79,8 @@ PARAMS: dict[str, tuple[Callable[[Ids], tuple[Any, ...]], tuple[str, int]]] = {
     "INSERT_STEP": (lambda i: _new_step(i), ("row", 1)),
     "UPDATE_INSTANCE": (lambda i: (*_instance_values(i), i.instance), ("rows", 1)),
     "PG_UPDATE_INSTANCE": (lambda i: (*_instance_values(i), i.instance, i.seq), ("row", 1)),
-    "INSERT_EVENT": (lambda i: (i.instance, i.seq + 1, "test", "", None, '{"a": 1}', "trace", i.now), ("rows", 1)),
-    "PG_INSERT_EVENTS": (lambda i: (i.instance, i.instance, "trace", i.now, [i.seq + 1, i.seq + 2], ["test", "test"],
+    "INSERT_EVENT": (lambda i: (i.instance, i.seq + 1, "test", "", None, '{"a": 1}', i.now), ("rows", 1)),
+    "PG_INSERT_EVENTS": (lambda i: (i.instance, i.instance, i.now, [i.seq + 1, i.seq + 2], ["test", "test"],
                                     ["", "a"], [None, None], [None, "a"], [None, 1], ['{"a": 1}', "{}"]),
                          ("rows", 2)),
     "INSERT_CHECKPOINT": (lambda i: (i.instance, i.seq + 1, '{"a": 1}', "0" * 64, i.now), ("rows", 1)),
@@ -158,8 +158,8 @@ def test_a_units_events_are_one_insert(of_new_steps: tuple[bool, ...], use_store
     ids = Ids(instance, step, driver.clock.now)
     params: list[Any] = []
     for n, new in enumerate(of_new_steps, start=1):
-        params += ((ids.instance, ids.seq + n, "test", "a", ids.instance, "a", 1, "{}", "trace", ids.now) if new
-                   else (ids.instance, ids.seq + n, "test", "", None, '{"a": 1}', "trace", ids.now))
+        params += ((ids.instance, ids.seq + n, "test", "a", ids.instance, "a", 1, "{}", ids.now) if new
+                   else (ids.instance, ids.seq + n, "test", "", None, '{"a": 1}', ids.now))
     statement = sql.insert_events(of_new_steps)
     with transaction.atomic():
         raw = get_store().raw()

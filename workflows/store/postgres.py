@@ -58,8 +58,8 @@ class PostgresStore(SqlStore):
             step_ids.append(step.pk if step is not None else None)
             step_nodes.append(step.node_id if step is not None and new else None)
             visits.append(step.visit if step is not None and new else None)
-        return sql.PG_INSERT_EVENTS, (inst.pk, inst.pk, inst.trace_id, now, seqs, types, nodes, step_ids, step_nodes,
-                                      visits, payloads)
+        return sql.PG_INSERT_EVENTS, (inst.pk, inst.pk, now, seqs, types, nodes, step_ids, step_nodes, visits,
+                                      payloads)
 
     def cursor(self) -> psycopg.Cursor[Any]:
         # Server-side binding, so statements can be prepared (Django's own cursors bind client-side).

@@ -212,10 +212,10 @@ class SqlStore(OrmStore):
             if new:
                 assert step is not None
                 params += (inst.pk, event.seq, event.type, event.node_id, inst.pk, step.node_id, step.visit, payload,
-                           inst.trace_id, now)
+                           now)
             else:
                 params += (inst.pk, event.seq, event.type, event.node_id, step.pk if step is not None else None,
-                           payload, inst.trace_id, now)
+                           payload, now)
         return sql.insert_events(tuple(of_new_steps)), params
 
     def unit_batch(self, unit: UnitOfWork) -> tuple[list[tuple[str, Sequence[Any]]], int]:

@@ -83,7 +83,7 @@ class SqliteStore(SqlStore):
                 self.run_batch([(sql.insert_events((False,) * len(steps)),
                                  [value for n, step in enumerate(steps)
                                   for value in (instance.pk, first + n, "step_started", step.node_id, step.pk,
-                                                started_payload(step), instance.trace_id, at)])])
+                                                started_payload(step), at)])])
                 groups.append((instance, steps))
         for instance, steps in groups:
             self.publish_started_many(instance, steps, now)
