@@ -194,7 +194,9 @@ class StepRun(models.Model):
     """One execution of one node in one instance. (instance, node, visit) is unique: a step's result
     commits at most once; retries are attempts of the same row."""
 
-    instance = models.ForeignKey(WorkflowInstance, on_delete=models.CASCADE, related_name="steps")
+    # No index of its own: the unique (instance, node_id, visit) index leads with it, and each index is
+    # one more entry a step's INSERT and each of its (never HOT) UPDATEs write (docs/DESIGN.md).
+    instance = models.ForeignKey(WorkflowInstance, on_delete=models.CASCADE, related_name="steps", db_index=False)
     node_id = models.CharField(max_length=64)
     node_type = models.CharField(max_length=32)
     visit = models.PositiveIntegerField()
@@ -245,13 +247,14 @@ class StepRun(models.Model):
 class Event(models.Model):
     """Append-only log per instance, written in the same transaction as the change it records."""
 
-    instance = models.ForeignKey(WorkflowInstance, on_delete=models.CASCADE, related_name="events")
+    # No index of its own: the unique (instance, seq) index leads with it.
+    instance = models.ForeignKey(WorkflowInstance, on_delete=models.CASCADE, related_name="events", db_index=False)
     seq = models.PositiveIntegerField()
     type = models.CharField(max_length=40)
     node_id = models.CharField(max_length=64, blank=True)
     step = models.ForeignKey(StepRun, null=True, blank=True, on_delete=models.SET_NULL, related_name="+")
     payload = models.JSONField(default=dict)
-    trace_id = models.CharField(max_length=55)
+    # No trace id of its own: it is the instance's (a copy on every row was 56 bytes per event, never read).
     created_at = models.DateTimeField(default=timezone.now)
 
     class Meta:
@@ -278,7 +281,9 @@ class Checkpoint(models.Model):
     (runtime/snapshots.py), not every step; the state after it is this plus the StateDeltas after
     its seq. Recovery takes the newest that verifies."""
 
-    instance = models.ForeignKey(WorkflowInstance, on_delete=models.CASCADE, related_name="checkpoints")
+    # No index of its own: checkpoint_latest (instance, -seq) leads with it.
+    instance = models.ForeignKey(WorkflowInstance, on_delete=models.CASCADE, related_name="checkpoints",
+                                 db_index=False)
     seq = models.PositiveIntegerField()  # the event seq it was taken at
     state = models.JSONField()
     checksum = models.CharField(max_length=64)
@@ -301,7 +306,8 @@ class StateDelta(models.Model):
     event seq the transition ended on, with a checksum over (seq, delta) so a damaged row is detected
     (deltas.checksum_of)."""
 
-    instance = models.ForeignKey(WorkflowInstance, on_delete=models.CASCADE, related_name="deltas")
+    # No index of its own: statedelta_instance_seq (instance, seq) leads with it.
+    instance = models.ForeignKey(WorkflowInstance, on_delete=models.CASCADE, related_name="deltas", db_index=False)
     seq = models.PositiveIntegerField()
     delta = models.JSONField()
     checksum = models.CharField(max_length=64)

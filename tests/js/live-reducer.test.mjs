@@ -22,6 +22,19 @@ test("every event kind the server maps moves a node or the instance to a status 
   }
 });
 
+test("a step's fired edges count from its step_succeeded event, and from an older log's edges_taken", () => {
+  const folded = reducer.replay([
+    ev("instance_started"), ev("step_started", "fetch", { visit: 1 }),
+    ev("step_succeeded", "fetch", { visit: 1, edges: [1, 2] }), ev("step_started", "fetch", { visit: 2 }),
+    ev("step_succeeded", "fetch", { visit: 2, edges: [2] }),
+  ]);
+  assert.deepEqual(folded.edges, { 1: 1, 2: 2 });
+  const older = reducer.replay([ev("step_succeeded", "fetch", { visit: 1 }), ev("edges_taken", "fetch", { edges: [1] })]);
+  assert.deepEqual(older.edges, { 1: 1 });
+  assert.ok(EVENT_FILTERS.edge(ev("step_succeeded", "fetch", { edges: [1] })));
+  assert.ok(!EVENT_FILTERS.edge(ev("step_succeeded", "end", { structural: true })));
+});
+
 test("a step's life: queued, running, retrying, succeeded, with its visits counted", () => {
   const events = [
     ev("instance_started"), ev("step_queued", "fetch", { visit: 1 }), ev("step_started", "fetch", { visit: 1 }),

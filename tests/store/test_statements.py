@@ -17,7 +17,7 @@ from tests.store import graphs
 from tests.store.driver import Driver
 from workflows.engine.event_kinds import COMPENSATE_PREFIX, EVENT_KINDS
 from workflows.engine.statuses import INSTANCE_ACTIVE, InstanceStatus, StepStatus
-from workflows.models import ReviewStatus, StepRun, WorkflowInstance
+from workflows.models import Event, ReviewStatus, StepRun, WorkflowInstance
 from workflows.runtime.activation import may_run
 from workflows.store import get_store
 from workflows.store import statements as sql
@@ -43,7 +43,7 @@ def test_column_lists_follow_the_models() -> None:
 
 def _statement_names() -> list[str]:
     return sorted(name for name, value in vars(sql).items()
-                  if name.isupper() and isinstance(value, str)
+                  if name.isupper() and not name.startswith("_") and isinstance(value, str)
                   and value.split(None, 1)[0].upper() in ("SELECT", "UPDATE", "INSERT", "WITH"))
 
 
@@ -85,9 +85,10 @@ PARAMS: dict[str, tuple[Callable[[Ids], tuple[Any, ...]], tuple[str, int]]] = {
     "INSERT_STEP": (lambda i: _new_step(i), ("row", 1)),
     "UPDATE_INSTANCE": (lambda i: (*_instance_values(i), i.instance), ("rows", 1)),
     "PG_UPDATE_INSTANCE": (lambda i: (*_instance_values(i), i.instance, i.seq), ("row", 1)),
-    "INSERT_EVENT": (lambda i: (i.instance, i.seq + 1, "test", "", None, '{"a": 1}', "trace", i.now), ("rows", 1)),
-    "INSERT_EVENT_OF_NEW_STEP": (lambda i: (i.instance, i.seq + 1, "test", "a", i.instance, "a", 1, "{}", "trace",
-                                            i.now), ("rows", 1)),
+    "INSERT_EVENT": (lambda i: (i.instance, i.seq + 1, "test", "", None, '{"a": 1}', i.now), ("rows", 1)),
+    "PG_INSERT_EVENTS": (lambda i: (i.instance, i.instance, i.now, [i.seq + 1, i.seq + 2], ["test", "test"],
+                                    ["", "a"], [None, None], [None, "a"], [None, 1], ['{"a": 1}', "{}"]),
+                         ("rows", 2)),
     "INSERT_CHECKPOINT": (lambda i: (i.instance, i.seq + 1, '{"a": 1}', "0" * 64, i.now), ("rows", 1)),
     "INSERT_DELTA": (lambda i: (i.instance, i.seq + 1, '{"set": {"a": 1}, "unset": []}', "0" * 64, i.now),
                      ("rows", 1)),
@@ -190,3 +191,34 @@ def test_the_claims_rule_is_the_runtimes_for_every_status() -> None:
                                [node, str(status)])
                 got = bool(cursor.fetchone()[0])
                 assert got == may_run(WorkflowInstance(status=status), node), (status, node)
+
+
+@pytest.mark.parametrize("of_new_steps", [(False,), (True,), (False, True, True, False)])
+def test_a_units_events_are_one_insert(of_new_steps: tuple[bool, ...], use_store: Callable[[str], None], db: None,
+                                       driver: Driver, version: Callable[..., Any]) -> None:
+    """insert_events: any mix of rows naming a step by id and rows naming one inserted earlier in the
+    batch by (node, visit), in one statement; the second kind gets that step's id."""
+    use_store("sql")
+    instance = driver.start(version(graphs.chain()), {"x": 1})
+    step = StepRun.objects.get(instance=instance, node_id="a")
+    ids = Ids(instance, step, driver.clock.now)
+    params: list[Any] = []
+    for n, new in enumerate(of_new_steps, start=1):
+        params += ((ids.instance, ids.seq + n, "test", "a", ids.instance, "a", 1, "{}", ids.now) if new
+                   else (ids.instance, ids.seq + n, "test", "", None, '{"a": 1}', ids.now))
+    statement = sql.insert_events(of_new_steps)
+    with transaction.atomic():
+        raw = get_store().raw()
+        if connection.vendor == "postgresql":
+            import psycopg
+
+            cursor: Any = psycopg.Cursor(raw)
+            cursor.execute(statement, params, prepare=True)
+        else:
+            cursor = raw.cursor()
+            cursor.execute(sql.for_sqlite(statement), params)
+        assert cursor.rowcount == len(of_new_steps)
+        written = list(Event.objects.filter(instance_id=ids.instance, seq__gt=ids.seq).order_by("seq")
+                       .values_list("step_id", flat=True))
+        assert written == [step.pk if new else None for new in of_new_steps]
+        transaction.set_rollback(True)

@@ -85,8 +85,10 @@ def test_chain_runs_in_order_in_one_job_on_a_burst_worker(processes, redis_conn)
     assert len({s.worker for s in runs if s.node_type == "python"}) == 1
     assert {s.output["pid"] for s in runs if s.node_type == "python"} == {runs[1].output["pid"]}
     for node in ("b", "c"):
-        assert event_types(instance, node) == ["step_started", "step_succeeded", "edges_taken"]
-    assert event_types(instance, "a") == ["step_queued", "step_started", "step_succeeded", "edges_taken"]
+        assert event_types(instance, node) == ["step_started", "step_succeeded"]
+    assert event_types(instance, "a") == ["step_queued", "step_started", "step_succeeded"]
+    # Each step's fired edge rides on its step_succeeded event (no edges_taken row).
+    assert all(e.payload.get("edges") == [1] for e in events(instance, "step_succeeded") if e.node_id == "a")
     # Every step was one attempt, and its output saw its own idempotency key.
     assert all(s.attempt == 1 and s.status == "succeeded" for s in runs)
     assert [s.output["key"] for s in runs if s.node_type == "python"] == [
@@ -446,7 +448,7 @@ def test_wait_node_completes_after_its_delay_via_the_scheduler(processes, redis_
     expect_status(instance, "completed")
     (pause,) = steps(instance, "pause")
     kinds = event_types(instance, "pause")
-    assert kinds == ["step_started", "step_waiting", "step_started", "step_succeeded", "edges_taken"]
+    assert kinds == ["step_started", "step_waiting", "step_started", "step_succeeded"]
     # Sleeping is not an attempt: the timer ran once more when due, and that is attempt 1.
     assert pause.attempt == 1
     waiting = events(instance, "step_waiting")[0]

@@ -19,7 +19,7 @@ from workflows.live import partial as live_partial
 from workflows.models import Event, StepRun
 
 # The events of an llm step that does not stream: streaming adds none.
-STEP_EVENTS = ["step_queued", "step_started", "step_succeeded", "edges_taken"]
+STEP_EVENTS = ["step_queued", "step_started", "step_succeeded"]
 TEXT = " ".join(f"word{i}" for i in range(60))  # 60 chunks of one word and a space
 
 

@@ -239,7 +239,8 @@ def _resolutions(inst: WorkflowInstance, nodes: set[str]) -> dict[str, set[int] 
         if type_ in _ACTIVATING or type_ in _UNFINISHED:
             result[node_id] = None
         elif type_ in ("step_succeeded", "node_skipped"):
-            result[node_id] = set()
+            # A step's fired edges ride on its step_succeeded event (older logs: an edges_taken after it).
+            result[node_id] = {int(i) for i in (payload or {}).get("edges", [])}
         elif type_ == "edges_taken":
             result[node_id] = {int(i) for i in (payload or {}).get("edges", [])}
     return result

@@ -131,7 +131,13 @@ def resolve(uow: UnitOfWork, step: StepRun, fired: dict[int, bool], *, inline_qu
     for node_id in decision.skipped:
         uow.event("node_skipped", node_id)
     if decision.fired_edges:
-        uow.event("edges_taken", step.node_id, step, edges=decision.fired_edges)
+        # The edges ride on the step's own step_succeeded event when this unit wrote it (one event
+        # row fewer per step); a step that succeeded in an earlier unit gets an edges_taken event.
+        succeeded = uow.succeeded_event(step)
+        if succeeded is not None:
+            succeeded.payload["edges"] = decision.fired_edges
+        else:
+            uow.event("edges_taken", step.node_id, step, edges=decision.fired_edges)
 
     if inst.status == InstanceStatus.HALTED:
         # A step that was already running when the instance halted: its result stands, and what it

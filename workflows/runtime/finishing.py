@@ -17,6 +17,7 @@ from __future__ import annotations
 import logging
 from datetime import datetime
 from decimal import Decimal
+from typing import Any
 
 from workflows import clock
 from workflows import store as stores
@@ -220,9 +221,13 @@ def _succeed(uow: UnitOfWork, step: StepRun, claim: Claim, result: NodeResult, a
         # A sub-workflow reports its child's total as `tokens`; an llm node, prompt and completion.
         uow.set_instance(tokens=inst.tokens + step_tokens(added),
                          cost_usd=Decimal(inst.cost_usd) + Decimal(str(added.get("cost_usd", 0))))
+    # usage and degraded only when there is something to say (the step row holds both anyway).
+    shown: dict[str, Any] = {"usage": usage} if usage else {}
+    if result.degraded:
+        shown["degraded"] = True
     uow.event("step_succeeded", step.node_id, step, visit=step.visit, attempt=step.attempt,
               duration_ms=round((uow.now - step.started_at).total_seconds() * 1000, 2) if step.started_at else None,
-              usage=usage, degraded=result.degraded)
+              **shown)
     uow.set_instance(open_steps=inst.open_steps - 1)
     hold = budget_exceeded(inst) if usage else None
     return resolve(uow, step, fired, inline_queue=queue_name(step.queue, step.priority) if allow_inline else None,

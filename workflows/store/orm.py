@@ -242,7 +242,7 @@ class OrmStore:
         WorkflowInstance.objects.filter(pk=inst.pk).update(
             **{name: getattr(inst, name) for name in sorted(unit.instance_fields - {"context"})})
         events = [Event(instance_id=inst.pk, seq=e.seq, type=e.type, node_id=e.node_id, step=e.step,
-                        payload=unit.event_payload(e), trace_id=inst.trace_id, created_at=unit.now)
+                        payload=unit.event_payload(e), created_at=unit.now)
                   for e in unit.events]
         Event.objects.bulk_create(events)
         if delta is not None and delta_text is not None:

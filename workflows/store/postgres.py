@@ -22,7 +22,7 @@ from django.db import DataError, connection
 from workflows.models import StepRun, WorkflowInstance
 from workflows.store import statements as sql
 from workflows.store.orm import Decide, Finished, FinishRequest, StaleWrite, is_spent, mark_spent
-from workflows.store.sql import SqlStore
+from workflows.store.sql import SqlStore, compact
 from workflows.store.unit import UnitOfWork
 
 log = logging.getLogger("steadyflow.store")
@@ -37,6 +37,29 @@ class PostgresStore(SqlStore):
 
     def instance_guard(self, unit: UnitOfWork) -> tuple[Any, ...]:
         return (unit.loaded_seq,)
+
+    def events_statement(self, unit: UnitOfWork, now: Any) -> tuple[str, Sequence[Any]]:
+        """The unit's events as parallel arrays: one prepared statement for any number of rows."""
+        inst = unit.instance
+        seqs: list[int] = []
+        types: list[str] = []
+        nodes: list[str] = []
+        step_ids: list[int | None] = []
+        step_nodes: list[str | None] = []
+        visits: list[int | None] = []
+        payloads: list[str] = []
+        for event in unit.events:
+            step = event.step
+            seqs.append(event.seq)
+            types.append(event.type)
+            nodes.append(event.node_id)
+            payloads.append(compact(unit.event_payload(event)))
+            new = step is not None and step.pk is None
+            step_ids.append(step.pk if step is not None else None)
+            step_nodes.append(step.node_id if step is not None and new else None)
+            visits.append(step.visit if step is not None and new else None)
+        return sql.PG_INSERT_EVENTS, (inst.pk, inst.pk, now, seqs, types, nodes, step_ids, step_nodes, visits,
+                                      payloads)
 
     def cursor(self) -> psycopg.Cursor[Any]:
         # Server-side binding, so statements can be prepared (Django's own cursors bind client-side).

@@ -4,8 +4,8 @@ items) stay on the ORM it inherits from the reference store.
 
 A finished step costs two round trips on PostgreSQL besides BEGIN/COMMIT: the lock (instance row
 and the step's lease in one SELECT) and one pipeline carrying every write of the unit — step
-updates and inserts, the instance (without its context), its events, its state delta and, when the
-policy says so (runtime/snapshots.py), a snapshot. Each output is serialised once: for the size
+updates and inserts, the instance (without its context), all of its events in one INSERT, its state
+delta and, when the policy says so (runtime/snapshots.py), a snapshot. Each output is serialised once: for the size
 check and the write; the delta and the snapshot once each, for the write and their checksums.
 """
 
@@ -191,6 +191,26 @@ class SqlStore(OrmStore):
             step._state.adding = False
             step._state.db = connection.alias
 
+    def events_statement(self, unit: UnitOfWork, now: Any) -> tuple[str, Sequence[Any]]:
+        """All of the unit's events in one multi-row INSERT (PostgreSQL overrides: one statement text
+        for any number of rows)."""
+        inst = unit.instance
+        params: list[Any] = []
+        of_new_steps = []
+        for event in unit.events:
+            payload = compact(unit.event_payload(event))
+            step = event.step
+            new = step is not None and step.pk is None
+            of_new_steps.append(new)
+            if new:
+                assert step is not None
+                params += (inst.pk, event.seq, event.type, event.node_id, inst.pk, step.node_id, step.visit, payload,
+                           now)
+            else:
+                params += (inst.pk, event.seq, event.type, event.node_id, step.pk if step is not None else None,
+                           payload, now)
+        return sql.insert_events(tuple(of_new_steps)), params
+
     def unit_batch(self, unit: UnitOfWork) -> tuple[list[tuple[str, Sequence[Any]]], int]:
         """The statements that write a unit (the instance first: its lock comes before any step's),
         and how many of them, after the first, are its step writes (checked once they ran)."""
@@ -215,15 +235,8 @@ class SqlStore(OrmStore):
         now = self.ts(unit.now)
         if unit.close_reviews:
             batch.append((sql.CLOSE_REVIEWS, (now, inst.pk)))
-        for event in unit.events:
-            payload = compact(unit.event_payload(event))
-            step = event.step
-            if step is not None and step.pk is None:
-                batch.append((sql.INSERT_EVENT_OF_NEW_STEP, (inst.pk, event.seq, event.type, event.node_id, inst.pk,
-                                                             step.node_id, step.visit, payload, inst.trace_id, now)))
-            else:
-                batch.append((sql.INSERT_EVENT, (inst.pk, event.seq, event.type, event.node_id,
-                                                 step.pk if step is not None else None, payload, inst.trace_id, now)))
+        if unit.events:
+            batch.append(self.events_statement(unit, now))
         if delta_text is not None:
             seq = unit.delta_seq()
             batch.append((sql.INSERT_DELTA, (inst.pk, seq, delta_text, deltas.checksum_text(seq, delta_text), now)))

@@ -24,7 +24,8 @@ MICRO = Decimal("0.000001")
 WIDE = Context(prec=400)
 
 
-@lru_cache(maxsize=64)
+# The shared statements, and the multi-row event INSERTs of the row patterns units use.
+@lru_cache(maxsize=256)
 def _sqlite_text(statement: str) -> str:
     return sql.for_sqlite(statement)
 
@@ -79,9 +80,10 @@ class SqliteStore(SqlStore):
                 steps = by_instance[instance_id]
                 instance = self.instance_from(self._one(sql.SQLITE_BUMP_SEQ_BY, (len(steps), at, instance_id)))
                 first = instance.event_seq - len(steps) + 1
-                self.run_batch([(sql.INSERT_EVENT, (instance.pk, first + n, "step_started", step.node_id, step.pk,
-                                                    started_payload(step), instance.trace_id, at))
-                                for n, step in enumerate(steps)])
+                self.run_batch([(sql.insert_events((False,) * len(steps)),
+                                 [value for n, step in enumerate(steps)
+                                  for value in (instance.pk, first + n, "step_started", step.node_id, step.pk,
+                                                started_payload(step), at)])])
                 groups.append((instance, steps))
         return groups
 

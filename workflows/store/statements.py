@@ -14,6 +14,7 @@ runtime/activation.may_run for every status).
 from __future__ import annotations
 
 from collections.abc import Iterable
+from functools import lru_cache
 
 from workflows.engine.event_kinds import COMPENSATE_PREFIX, NODE_STATE_BY_EVENT
 from workflows.engine.statuses import INSTANCE_ACTIVE, InstanceStatus, StepStatus
@@ -120,11 +121,11 @@ bumped AS (
     WHERE i.id = counted.instance_id
     RETURNING i.*),
 logged AS (
-    INSERT INTO {EVENT} (instance_id, seq, type, node_id, step_id, payload, trace_id, created_at)
+    INSERT INTO {EVENT} (instance_id, seq, type, node_id, step_id, payload, created_at)
     SELECT bumped.id, bumped.event_seq - numbered.total + numbered.n, {literal(STEP_STARTED)}, numbered.node_id,
         numbered.id, jsonb_build_object('visit', numbered.visit, 'attempt', numbered.attempt,
                                         'worker', numbered.worker, 'queue', numbered.queue),
-        bumped.trace_id, %s
+        %s
     FROM numbered JOIN bumped ON bumped.id = numbered.instance_id)
 SELECT {_cols('bumped', INSTANCE_COLUMNS)}, {_cols('numbered', STEP_COLUMNS)}
 FROM numbered JOIN bumped ON bumped.id = numbered.instance_id ORDER BY numbered.instance_id, numbered.id
@@ -217,20 +218,38 @@ PG_UPDATE_INSTANCE = guarded(UPDATE_INSTANCE + " AND event_seq = %s")
 a transition written without the lock held while deciding, it takes the row lock and proves that
 nothing changed the instance meanwhile. Params: those of UPDATE_INSTANCE, then the expected seq."""
 
-INSERT_EVENT = (
-    f"INSERT INTO {EVENT} (instance_id, seq, type, node_id, step_id, payload, trace_id, created_at) "
-    f"VALUES (%s, %s, %s, %s, %s, %s::jsonb, %s, %s)"
-)
-"""Params: instance id, seq, type, node id, step id (or NULL), payload, trace id, created at."""
+_EVENT_INSERT = f"INSERT INTO {EVENT} (instance_id, seq, type, node_id, step_id, payload, created_at) VALUES "
+_EVENT_ROW = "(%s, %s, %s, %s, %s, %s::jsonb, %s)"
+_EVENT_ROW_OF_NEW_STEP = (f"(%s, %s, %s, %s, (SELECT id FROM {STEP} WHERE instance_id = %s AND node_id = %s "
+                          f"AND visit = %s), %s::jsonb, %s)")
 
-INSERT_EVENT_OF_NEW_STEP = (
-    f"INSERT INTO {EVENT} (instance_id, seq, type, node_id, step_id, payload, trace_id, created_at) "
-    f"VALUES (%s, %s, %s, %s, (SELECT id FROM {STEP} WHERE instance_id = %s AND node_id = %s AND visit = %s), "
-    f"%s::jsonb, %s, %s)"
+INSERT_EVENT = _EVENT_INSERT + _EVENT_ROW
+"""One event. Params: instance id, seq, type, node id, step id (or NULL), payload, created at."""
+
+
+@lru_cache(maxsize=128)
+def insert_events(of_new_steps: tuple[bool, ...]) -> str:
+    """A unit's events in one multi-row INSERT (SQLite; PostgreSQL sends PG_INSERT_EVENTS). Each row
+    takes INSERT_EVENT's params, or, where `of_new_steps` says True, those of an event of a step
+    inserted earlier in the same batch, found by its unique (instance, node, visit) so the batch needs
+    no round trip for the new id: instance id, seq, type, node id, instance id, step node id, step
+    visit, payload, created at."""
+    return _EVENT_INSERT + ", ".join(_EVENT_ROW_OF_NEW_STEP if new else _EVENT_ROW for new in of_new_steps)
+
+
+PG_INSERT_EVENTS = (
+    f"INSERT INTO {EVENT} (instance_id, seq, type, node_id, step_id, payload, created_at) "
+    f"SELECT %s, e.seq, e.type, e.node_id, CASE WHEN e.visit IS NULL THEN e.step_id ELSE "
+    f"(SELECT s.id FROM {STEP} s WHERE s.instance_id = %s AND s.node_id = e.step_node AND s.visit = e.visit) END, "
+    f"e.payload, %s "
+    f"FROM unnest(%s::integer[], %s::text[], %s::text[], %s::bigint[], %s::text[], %s::integer[], %s::jsonb[]) "
+    f"AS e(seq, type, node_id, step_id, step_node, visit, payload)"
 )
-"""An event of a step inserted earlier in the same batch, found by its unique (instance, node, visit)
-so the batch needs no round trip for the new id. Params: instance id, seq, type, node id, instance
-id, step node id, step visit, payload, trace id, created at."""
+"""All of a unit's events in one statement of one text (prepared once, whatever their number), as
+parallel arrays in seq order. An event of a step inserted earlier in the same batch has a NULL step
+id and that step's node id and visit: its id is looked up by its unique (instance, node, visit).
+Params: instance id, instance id, created at, then the arrays: seqs, types, node ids, step
+ids, step node ids, step visits, payloads."""
 
 INSERT_CHECKPOINT = (
     f"INSERT INTO {CHECKPOINT} (instance_id, seq, state, checksum, created_at) VALUES (%s, %s, %s::jsonb, %s, %s)"

@@ -103,6 +103,13 @@ class UnitOfWork:
         self.instance.event_seq += 1
         self.events.append(PendingEvent(self.instance.event_seq, type_, node_id, step, payload, review))
 
+    def succeeded_event(self, step: StepRun) -> PendingEvent | None:
+        """This unit's step_succeeded event of `step`, if it recorded one."""
+        for event in reversed(self.events):
+            if event.step is step and event.type == "step_succeeded":
+                return event
+        return None
+
     def set_instance(self, **values: Any) -> None:
         target = values.get("status")
         if target is not None and target != self.instance.status:

@@ -56,7 +56,8 @@ export function createReducer(tables, graphNodeIds) {
       state.review = { id: p.review, reason: "human_task", node: ev.node, details: { prompt: p.prompt || "" } };
     }
     if (ev.type === "review_decided") state.review = null;
-    if (ev.type === "edges_taken") (p.edges || []).forEach((i) => { state.edges[i] = (state.edges[i] || 0) + 1; });
+    // A step's fired edges ride on its step_succeeded event (older logs: a separate edges_taken).
+    if (ev.type === "edges_taken" || ev.type === "step_succeeded") (p.edges || []).forEach((i) => { state.edges[i] = (state.edges[i] || 0) + 1; });
     let node = ev.node || "";
     const compensation = node.startsWith(prefix);
     if (compensation) node = node.slice(prefix.length);
@@ -151,6 +152,6 @@ export const EVENT_FILTERS = {
   step: (ev) => ev.type.startsWith("step_"),
   instance: (ev) => ev.type.startsWith("instance_"),
   problem: (ev) => /failed|retrying|halted|cancelled|parked/.test(ev.type),
-  edge: (ev) => ev.type === "edges_taken" || ev.type === "node_skipped",
+  edge: (ev) => ev.type === "edges_taken" || ev.type === "node_skipped" || Boolean((ev.payload || {}).edges),
   review: (ev) => /review|human|compensat/.test(ev.type),
 };
