@@ -82,6 +82,11 @@ def ensure_role_groups() -> None:
     """(Re)create the permission groups the migrations define: a transactional test's flush empties them."""
     from django.contrib.auth.models import Group, Permission
 
+    from workflows.roles import ensure_roles
+
+    # workflows/roles.py is the whole list (a migration such as 0008's credentials names its codenames
+    # otherwise than ROLES): without it a designer lost the credentials pages after an earlier test's flush.
+    ensure_roles()
     for module in sorted((ROOT / "workflows" / "migrations").glob("0*.py")):
         roles = getattr(import_module(f"workflows.migrations.{module.stem}"), "ROLES", None)
         for name, codenames in (roles or {}).items():
