@@ -4,7 +4,7 @@ VENV := .venv
 PY := $(VENV)/bin/python
 STAMP := $(VENV)/.installed-$(shell cksum pyproject.toml | cut -d' ' -f1)
 
-.PHONY: run test test-quick test-js test-engine test-inprocess bench lint vendor install clean
+.PHONY: run test test-quick test-js test-engine test-inprocess screenshots bench lint vendor install clean
 
 install: $(STAMP)
 
@@ -59,6 +59,12 @@ test-engine: install
 test-inprocess: TESTS = tests/engine tests/runtime tests/store
 test-inprocess: install
 	$(PY) scripts/devrun.py with-redis -- sh -c '$(call tier,not serial,$(PARALLEL))'
+
+## The pictures of the README and docs/ (docs/screenshots/): only the browser tests marked `screenshots` (those
+## that take the doc_shot fixture, tests/e2e/docshots.py), with STEADYFLOW_SCREENSHOTS=1; no other run writes them.
+## Look at every picture it rewrote before committing it.
+screenshots: install
+	STEADYFLOW_SCREENSHOTS=1 $(PY) scripts/devrun.py with-redis -- sh -c '$(call tier,screenshots,$(SERIAL))'
 
 ## Benchmarks: one JSON line per workload on stdout (each run makes its own database and Redis).
 bench: install

@@ -208,6 +208,8 @@ def pytest_collection_modifyitems(config: Any, items: list[Any]) -> None:
             item.add_marker(pytest.mark.serial)
         if fixtures & STORE_PINNING_FIXTURES:
             item.add_marker(pytest.mark.store_pinned)
+        if "doc_shot" in fixtures:  # takes a picture for docs/screenshots: `make screenshots` runs these
+            item.add_marker(pytest.mark.screenshots)
 
 
 @pytest.hookimpl(hookwrapper=True)

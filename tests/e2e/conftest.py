@@ -7,6 +7,8 @@
 - `page`: a fresh browser context and page per test, 1440x900.
 - `login(page, user)`: log in through the real login form.
 - `make_user(username, *groups)`: a user in the given permission groups (password "pw").
+- `doc_shot(page_or_locator, "name.png", **kwargs)`: a picture for docs/screenshots, taken only by
+  `make screenshots` (tests/e2e/docshots.py).
 
 Pages without WebSockets use pytest-django's `live_server` (WSGI).
 """
@@ -20,6 +22,8 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+
+from tests.e2e.docshots import doc_shot  # noqa: F401 - the fixture for the docs' pictures (make screenshots)
 
 CHROMIUM = Path(os.environ.get("STEADYFLOW_CHROMIUM", "/usr/bin/chromium"))
 CHROMIUM_ARGS = ["--no-sandbox", "--disable-gpu", "--disable-background-networking", "--disable-component-update",

@@ -16,7 +16,6 @@ import pytest
 pytestmark = [pytest.mark.e2e]
 
 ROOT = Path(__file__).resolve().parents[2]
-SCREENSHOT = ROOT / "docs" / "screenshots" / "editor.png"
 
 
 # ------------------------------------------------------------------ helpers
@@ -411,7 +410,7 @@ def test_versions_compare_open_read_only_and_restore(page: Any, make_user: Any, 
     assert page.js_errors == []
 
 
-def test_readme_screenshot_of_the_research_example(page: Any, make_user: Any, login: Any) -> None:
+def test_readme_screenshot_of_the_research_example(page: Any, make_user: Any, login: Any, doc_shot: Any) -> None:
     from workflows.authoring.definitions import save_document
 
     document = json.loads((ROOT / "workflows/examples/graphs/research_report.json").read_text())
@@ -422,7 +421,5 @@ def test_readme_screenshot_of_the_research_example(page: Any, make_user: Any, lo
     click_node(page, "compare")
     page.mouse.move(5, 5)  # no hover handle in the picture
     page.wait_for_selector("#edge-handle", state="hidden")
-    SCREENSHOT.parent.mkdir(parents=True, exist_ok=True)
-    page.screenshot(path=str(SCREENSHOT))
-    assert SCREENSHOT.stat().st_size > 10_000
+    doc_shot(page, "editor.png")
     assert page.js_errors == []

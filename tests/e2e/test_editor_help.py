@@ -15,7 +15,6 @@ from tests.e2e.test_editor import click_node, edge_midpoint, graph, open_editor
 pytestmark = [pytest.mark.e2e]
 
 ROOT = Path(__file__).resolve().parents[2]
-SHOTS = ROOT / "docs" / "screenshots"
 
 
 def save_example(name: str, user: Any = None) -> dict[str, Any]:
@@ -48,7 +47,8 @@ def test_a_route_typo_is_caught_at_validation_and_shown_on_its_edge(page: Any, m
     assert page.js_errors == []
 
 
-def test_the_function_picker_fills_a_python_nodes_function(page: Any, make_user: Any, login: Any) -> None:
+def test_the_function_picker_fills_a_python_nodes_function(page: Any, make_user: Any, login: Any,
+                                                           doc_shot: Any) -> None:
     from workflows.authoring.definitions import save_version
     from workflows.engine.functions import describe_functions
 
@@ -87,11 +87,10 @@ def test_the_function_picker_fills_a_python_nodes_function(page: Any, make_user:
     assert json.loads(page.input_value("#f-compensate")) == "noop"
     assert graph(page)["nodes_by_id"]["tool"]["compensate"] == "noop"
     page.mouse.move(5, 5)
-    SHOTS.mkdir(parents=True, exist_ok=True)
     row.locator(".fn-picker summary").click()
     row.locator(".fn-search").fill("")
     row.locator(".fn-choice").nth(2).wait_for()
-    page.screenshot(path=str(SHOTS / "function-picker.png"))
+    doc_shot(page, "function-picker.png")
     assert page.js_errors == []
 
 

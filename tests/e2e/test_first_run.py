@@ -1,26 +1,21 @@
 """A newcomer's first hour: the empty dashboard offers the examples, one click runs one with its
 declared defaults and opens its live page; the instance list then finds it by an input value, and
-picks up new instances by itself. Takes docs/screenshots/first-run.png for the README."""
+picks up new instances by itself. `make screenshots` takes docs/screenshots/first-run.png for the README."""
 
 from __future__ import annotations
 
-from pathlib import Path
 from typing import Any
 
 import pytest
 
 pytestmark = [pytest.mark.e2e]
 
-ROOT = Path(__file__).resolve().parents[2]
-SHOT = ROOT / "docs" / "screenshots" / "first-run.png"
-
-
 def listed(page: Any) -> list[int]:
     return [int(t) for t in page.locator("#instances tbody td:first-child a").all_text_contents()]
 
 
 def test_the_first_run_dashboard_leads_to_running_an_example(page: Any, make_user: Any, login: Any,
-                                                             redis_conn: Any) -> None:
+                                                             redis_conn: Any, doc_shot: Any) -> None:
     from django.core.management import call_command
 
     from workflows.models import WorkflowInstance
@@ -37,8 +32,7 @@ def test_the_first_run_dashboard_leads_to_running_an_example(page: Any, make_use
     examples = sorted(WorkflowDefinition.objects.filter(archived=False).values_list("slug", flat=True))
     assert len(examples) >= 4 and sorted(slugs) == examples
     assert "Run your first workflow" in page.text_content("#first-run h2")
-    SHOT.parent.mkdir(parents=True, exist_ok=True)
-    page.locator("#first-run").screenshot(path=str(SHOT))
+    doc_shot(page.locator("#first-run"), "first-run.png")
 
     page.click("#first-run .example[data-slug='react-agent'] .run-example")
     page.wait_for_url("**/instances/*/")

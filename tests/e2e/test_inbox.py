@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import threading
 from datetime import timedelta
-from pathlib import Path
 from typing import Any
 
 import pytest
@@ -26,8 +25,6 @@ from workflows.models import ReviewItem, StepRun, WorkflowDefinition, WorkflowIn
 
 pytestmark = [pytest.mark.e2e, pytest.mark.django_db(transaction=True)]
 
-ROOT = Path(__file__).resolve().parents[2]
-SHOTS = ROOT / "docs" / "screenshots"
 REFUND = {"id": "approve_refund", "type": "human", "config": {
     "prompt": "Refund {{ context.amount }} EUR for {{ context.ticket }}?",
     "inputs": {"amount": {"type": "number", "minimum": 0, "maximum": 500, "default": 20,
@@ -122,14 +119,14 @@ def test_a_human_task_is_answered_from_the_instance_page(daphne_page: Any, make_
 
 
 def test_the_inbox_answers_a_task_then_opens_the_next_and_the_shortcut_approves(
-        daphne_page: Any, make_user: Any, login: Any) -> None:
+        daphne_page: Any, make_user: Any, login: Any, doc_shot: Any) -> None:
     page = daphne_page
     first = human(REFUND, "refund-ask", {"amount": 40, "ticket": "T-2"})
     second = human(QUICK, "ship-ask", {"ticket": "T-3"})
     login(page, make_user("olga", "operators"))
     page.goto("/review/")
     page.wait_for_selector("#nav-review-count[data-count='2']")
-    page.screenshot(path=str(SHOTS / "review-inbox.png"), full_page=False)  # the README's (docs/screenshots)
+    doc_shot(page, "review-inbox.png")
     page.locator(f"tr[data-item='{open_item(first).pk}'] a").first.click()
     page.wait_for_selector("#rv-form [data-field]")
     page.wait_for_selector("#review-graph[data-ready='1']")
@@ -178,7 +175,8 @@ def test_a_loop_halt_shows_its_path_with_visit_counts_and_is_approved(daphne_pag
     assert page.js_errors == []
 
 
-def test_a_budget_halt_is_approved_with_more_budget(daphne_page: Any, make_user: Any, login: Any) -> None:
+def test_a_budget_halt_is_approved_with_more_budget(daphne_page: Any, make_user: Any, login: Any,
+                                                   doc_shot: Any) -> None:
     page = daphne_page
     instance = loop_halt({"budget_usd": 0.0001, "max_transitions": 50})
     item = open_item(instance)
@@ -195,7 +193,7 @@ def test_a_budget_halt_is_approved_with_more_budget(daphne_page: Any, make_user:
     page.fill("#rv-budget", "1")
     page.fill("#rv-note", "worth it")
     # The README's picture of the decision panel and the input and context panel (docs/screenshots).
-    page.screenshot(path=str(SHOTS / "instance-result-panel.png"), full_page=True)
+    doc_shot(page, "instance-result-panel.png", full_page=True)
     page.click("button[data-action=approve]")
     page.wait_for_selector("#review", state="hidden")
     instance.refresh_from_db()

@@ -13,7 +13,6 @@ import threading
 import time
 from collections.abc import Iterator
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
-from pathlib import Path
 from typing import Any
 
 import pytest
@@ -25,8 +24,6 @@ from workflows.models import WorkflowDefinition, WorkflowInstance
 
 pytestmark = [pytest.mark.e2e, pytest.mark.django_db(transaction=True)]
 
-ROOT = Path(__file__).resolve().parents[2]
-SCREENSHOT = ROOT / "docs" / "screenshots" / "instance.png"
 HTTP_DELAY_S = 1.5
 WORK_NODES = ["plan", "market", "news", "competitors", "clean", "compare", "write"]
 # What must have succeeded before each node may start (the example's edges).
@@ -105,7 +102,7 @@ def node_center(page: Any, node: str) -> tuple[float, float]:
 
 
 def test_nodes_turn_running_then_succeeded_in_order_and_time_travel_shows_the_past(
-        daphne_page: Any, login: Any, operator: Any, processes: Any, research_server: str) -> None:
+        daphne_page: Any, login: Any, operator: Any, processes: Any, research_server: str, doc_shot: Any) -> None:
     page = daphne_page
     login(page, operator)
     instance = start_research(research_server)  # no worker yet: the page sees everything happen
@@ -122,8 +119,7 @@ def test_nodes_turn_running_then_succeeded_in_order_and_time_travel_shows_the_pa
     assert page.locator("#inst-status").inner_text() == "running"
     page.mouse.click(*node_center(page, "market"))  # the inspector shows the run in progress
     page.locator("#insp-runs details.run").first.wait_for()
-    SCREENSHOT.parent.mkdir(parents=True, exist_ok=True)
-    page.screenshot(path=str(SCREENSHOT))
+    doc_shot(page, "instance.png")
 
     page.wait_for_function("() => steadyflowLive.renderedState('done') === 'succeeded'", timeout=30_000)
     wait_for_status(instance, "completed", timeout=30)
