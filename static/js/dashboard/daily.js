@@ -33,7 +33,8 @@ function draw(days) {
       animation: false, responsive: true, maintainAspectRatio: false, interaction: { mode: "index", intersect: false },
       scales: {
         x: { stacked: true, ticks: { maxTicksLimit: 10 } },
-        y: { stacked: true, beginAtZero: true, title: { display: true, text: "instances / day" } },
+        // Headroom above the tallest bar (grace), as on the steps chart: its top is not the plot area's edge.
+        y: { stacked: true, beginAtZero: true, grace: "10%", title: { display: true, text: "instances / day" } },
         ms: { position: "right", type: "logarithmic", grid: { drawOnChartArea: false }, title: { display: true, text: "ms" } },
       },
     },
