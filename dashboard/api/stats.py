@@ -17,7 +17,7 @@ from dashboard.api.shapes import breakers
 from dashboard.api.shapes import iso as _iso
 from workflows import clock
 from workflows.authoring import plans
-from workflows.engine.nodes import known_kinds
+from workflows.engine.nodes import unmeasured_kinds
 from workflows.engine.priorities import queue_names
 from workflows.engine.statuses import InstanceStatus, StepStatus
 from workflows.models import ReviewItem, ReviewStatus, StepRun, WorkflowInstance
@@ -87,8 +87,7 @@ def step_series(now: datetime, minutes: int = 60) -> dict[str, Any]:
     since = (now - timedelta(minutes=minutes)).replace(second=0, microsecond=0) + timedelta(minutes=1)
     # Left out: steps that take no time (start, end) and steps whose started -> finished is waiting, not
     # work (a timer, a human task, a child instance): a person's four minutes are no step's run time.
-    structural = [name for name, kind in known_kinds().items()
-                  if kind.structural or kind.awaits_person or kind.starts_children or not kind.measured]
+    structural = unmeasured_kinds()
     done = [StepStatus.SUCCEEDED, StepStatus.FAILED, StepStatus.COMPENSATED]
     rows: list[tuple[int | None, int, int, float | None, float | None]]
     if connection.vendor == "postgresql":

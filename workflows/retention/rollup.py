@@ -38,7 +38,7 @@ from django.db.models import (
 from django.db.models.functions import TruncDate
 from django.db.models.lookups import LessThanOrEqual
 
-from workflows.engine.nodes import known_kinds
+from workflows.engine.nodes import known_kinds, unmeasured_kinds
 from workflows.engine.statuses import INSTANCE_FINAL, StepStatus
 from workflows.models import StepRun, WorkflowInstance
 from workflows.retention.models import DailyRollup
@@ -132,21 +132,27 @@ def summarize(start: datetime, end: datetime) -> dict[tuple[date, int], Summary]
         s.tokens += int(row["tokens_sum"] or 0)
         s.cost_usd += Decimal(str(row["cost_sum"] or 0))
     structural = [name for name, kind in known_kinds().items() if kind.structural]
+    # Waiting steps (a human task, a timer, a child instance) count as steps but their started -> finished
+    # is no run time: the p50/p95 histogram leaves them out, as the dashboard's minute chart does.
+    waiting = [name for name in unmeasured_kinds() if name not in structural]
     steps = (StepRun.objects.filter(instance__status__in=INSTANCE_FINAL, instance__finished_at__gte=start,
                                     instance__finished_at__lt=end, status__in=DONE_STEPS,
                                     started_at__isnull=False, finished_at__isnull=False)
              .exclude(node_type__in=structural).order_by()
              .annotate(day=TruncDate("instance__finished_at", tzinfo=UTC), bucket=_bucket("started_at", "finished_at"),
                        failed=Case(When(status=StepStatus.FAILED, then=Value(1)), default=Value(0),
+                                   output_field=IntegerField()),
+                       waited=Case(When(node_type__in=waiting, then=Value(1)), default=Value(0),
                                    output_field=IntegerField()))
-             .values("day", "instance__definition_id", "failed", "bucket").annotate(n=Count("id")))
+             .values("day", "instance__definition_id", "failed", "waited", "bucket").annotate(n=Count("id")))
     for row in steps:
         s = out.setdefault((_day(row["day"]), row["instance__definition_id"]), Summary())
         if row["failed"]:
             s.steps_failed += row["n"]
         else:
             s.steps_ok += row["n"]
-        s.step_ms[row["bucket"]] = s.step_ms.get(row["bucket"], 0) + row["n"]
+        if not row["waited"]:
+            s.step_ms[row["bucket"]] = s.step_ms.get(row["bucket"], 0) + row["n"]
     return out
 
 

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from workflows.engine.nodes.base import EngineConfig, NodeKind, NodeResult, StepCall
-from workflows.engine.nodes.registry import get_kind, known_kinds, register
+from workflows.engine.nodes.registry import get_kind, known_kinds, register, unmeasured_kinds
 
 
 def _load_builtin() -> None:
@@ -24,4 +24,5 @@ def _load_builtin() -> None:
 
 _load_builtin()
 
-__all__ = ["EngineConfig", "NodeKind", "NodeResult", "StepCall", "get_kind", "known_kinds", "register"]
+__all__ = ["EngineConfig", "NodeKind", "NodeResult", "StepCall", "get_kind", "known_kinds", "register",
+           "unmeasured_kinds"]

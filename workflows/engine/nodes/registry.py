@@ -20,3 +20,11 @@ def get_kind(name: str) -> NodeKind:
 
 def known_kinds() -> dict[str, NodeKind]:
     return dict(_REGISTRY)
+
+
+def unmeasured_kinds() -> list[str]:
+    """The kinds whose step's started -> finished is no run time (the dashboard's and the daily charts'
+    percentiles leave them out): structural nodes take none, and a timer, a human task or a child instance
+    is waiting, not work (a person's four minutes are no step's run time)."""
+    return sorted(name for name, kind in _REGISTRY.items()
+                  if kind.structural or kind.awaits_person or kind.starts_children or not kind.measured)
