@@ -85,7 +85,7 @@ def test_restoring_a_version_loads_it_says_so_and_a_second_click_makes_no_duplic
 
 
 def test_the_workflow_panel_declares_the_input_and_shows_an_imported_one(page: Any, make_user: Any,
-                                                                        login: Any) -> None:
+                                                                        login: Any, doc_shot: Any) -> None:
     import json
 
     from workflows.authoring.definitions import save_version
@@ -105,6 +105,7 @@ def test_the_workflow_panel_declares_the_input_and_shows_an_imported_one(page: A
     page.press("#input-new-name", "Enter")
     rows = page.locator("#input-fields li").all_inner_texts()
     assert "ticket" in rows[0] and "required" in rows[0] and "priority" in rows[1] and "required" not in rows[1]
+    doc_shot(page, "editor-input.png")
     page.fill("#input-new-name", "ticket")
     page.click("#input-add")
     assert "already" in page.text_content("#input-new-error")
@@ -186,7 +187,7 @@ def test_accepting_a_plan_keeps_the_declared_input_and_diffs_show_input_and_conf
 
 
 def test_validate_names_an_llm_node_that_cannot_run_and_the_edge_check_a_route_no_router_gives(
-        page: Any, make_user: Any, login: Any) -> None:
+        page: Any, make_user: Any, login: Any, doc_shot: Any) -> None:
     from tests.e2e.test_editor import click_node, edge_midpoint
     from workflows.authoring.definitions import save_version
 
@@ -208,6 +209,8 @@ def test_validate_names_an_llm_node_that_cannot_run_and_the_edge_check_a_route_n
     assert any("'classify' cannot run here" in p and "needs a script" in p for p in problems), problems
     click_node(page, "classify")
     assert "cannot run here" in page.text_content("#panel-issues")
+    page.mouse.move(5, 5)  # no hover handle in the picture
+    doc_shot(page, "editor-validate.png")
 
     page.mouse.click(*edge_midpoint(page, "pick", "end"))
     page.wait_for_selector("#f-when")
@@ -292,7 +295,8 @@ def test_the_keyboard_selects_nodes_connects_them_and_opens_the_step_inspector(p
     assert [e for e in page.js_errors if "WebSocket" not in e] == []
 
 
-def test_plan_with_ai_without_a_provider_offers_the_scripted_planner(page: Any, make_user: Any, login: Any) -> None:
+def test_plan_with_ai_without_a_provider_offers_the_scripted_planner(page: Any, make_user: Any, login: Any,
+                                                                     doc_shot: Any) -> None:
     from workflows.authoring.definitions import save_version
 
     save_version("tidy", PLAIN, name="Tidy", message="plain")
@@ -306,6 +310,7 @@ def test_plan_with_ai_without_a_provider_offers_the_scripted_planner(page: Any, 
     page.click("#plan-confirm")
     page.wait_for_selector("#plan-preview:not([hidden])")
     assert any("added node" in r and "draft" in r for r in page.locator("#plan-diff li").all_text_contents())
+    doc_shot(page, "plan-with-ai.png")
     page.click("#plan-accept")
     assert graph(page)["nodes_by_id"]["draft"]["config"]["prompt"] == "Draft a reply to {{ input.ticket }}"
     assert page.js_errors == []

@@ -119,14 +119,13 @@ def test_a_human_task_is_answered_from_the_instance_page(daphne_page: Any, make_
 
 
 def test_the_inbox_answers_a_task_then_opens_the_next_and_the_shortcut_approves(
-        daphne_page: Any, make_user: Any, login: Any, doc_shot: Any) -> None:
+        daphne_page: Any, make_user: Any, login: Any) -> None:
     page = daphne_page
     first = human(REFUND, "refund-ask", {"amount": 40, "ticket": "T-2"})
     second = human(QUICK, "ship-ask", {"ticket": "T-3"})
     login(page, make_user("olga", "operators"))
     page.goto("/review/")
     page.wait_for_selector("#nav-review-count[data-count='2']")
-    doc_shot(page, "review-inbox.png")
     page.locator(f"tr[data-item='{open_item(first).pk}'] a").first.click()
     page.wait_for_selector("#rv-form [data-field]")
     page.wait_for_selector("#review-graph[data-ready='1']")

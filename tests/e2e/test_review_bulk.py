@@ -12,7 +12,8 @@ from tests.conftest import chain, past_deadline
 pytestmark = [pytest.mark.e2e]
 
 
-def test_an_operator_rejects_several_items_with_one_confirmation(page: Any, make_user: Any, login: Any) -> None:
+def test_an_operator_rejects_several_items_with_one_confirmation(page: Any, make_user: Any, login: Any,
+                                                                 doc_shot: Any) -> None:
     from workflows import runtime
     from workflows.authoring.definitions import save_version
     from workflows.models import ReviewItem
@@ -30,6 +31,7 @@ def test_an_operator_rejects_several_items_with_one_confirmation(page: Any, make
     page.check(f".rv-select[value='{items[0].pk}']")
     page.check(f".rv-select[value='{items[1].pk}']")
     assert page.text_content("#rv-bulk-count") == "2 items selected"
+    doc_shot(page.locator("main section.card").first, "review-inbox.png")
     asked: list[str] = []
 
     def accept(dialog: Any) -> None:

@@ -35,7 +35,7 @@ def error_of(page: Any, name: str) -> str:
     return page.text_content(f"#run-fields [data-error-for='{name}']") or ""
 
 
-def test_run_dialog_is_a_form_of_the_declared_input(page: Any, make_user: Any, login: Any) -> None:
+def test_run_dialog_is_a_form_of_the_declared_input(page: Any, make_user: Any, login: Any, doc_shot: Any) -> None:
     from workflows.authoring.definitions import save_version
 
     graph = {"nodes": [{"id": "start", "type": "start"}, {"id": "end", "type": "end"}],
@@ -62,6 +62,7 @@ def test_run_dialog_is_a_form_of_the_declared_input(page: Any, make_user: Any, l
     field(page, "customer").fill("ada@example.com")
     field(page, "priority").fill("9")
     assert error_of(page, "priority") == "must be <= 5"
+    doc_shot(page, "run-form.png")
     assert page.locator("#run-confirm").is_disabled()
     field(page, "priority").fill("3")
     assert error_of(page, "priority") == "" and error_of(page, "customer") == ""
