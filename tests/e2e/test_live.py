@@ -101,6 +101,26 @@ def node_center(page: Any, node: str) -> tuple[float, float]:
     return box["x"] + pos["x"], box["y"] + pos["y"]
 
 
+def inspect_node(page: Any, node: str) -> None:
+    """Click `node` on the live graph until the inspector shows it. The graph re-fits as steps arrive (new
+    nodes drawn, a layout pass), so a position read just before the click can be stale by the time it lands
+    (seen on a loaded machine: the click opened a neighbour)."""
+    for _ in range(10):
+        before = node_center(page, node)
+        page.wait_for_timeout(100)
+        at = node_center(page, node)
+        if at != before:  # still moving: read again
+            continue
+        page.mouse.click(*at)
+        try:
+            page.wait_for_function("(id) => document.getElementById('insp-title').textContent.startsWith(id + ' ')",
+                                   arg=node, timeout=2_000)
+            return
+        except Exception:  # noqa: BLE001 - Playwright's TimeoutError: the graph moved under the click
+            continue
+    raise AssertionError(f"the inspector never showed {node!r}")
+
+
 def test_nodes_turn_running_then_succeeded_in_order_and_time_travel_shows_the_past(
         daphne_page: Any, login: Any, operator: Any, processes: Any, research_server: str, doc_shot: Any) -> None:
     page = daphne_page
@@ -117,7 +137,7 @@ def test_nodes_turn_running_then_succeeded_in_order_and_time_travel_shows_the_pa
                            " && steadyflowLive.renderedState('news') === 'running'", timeout=30_000)
     assert drawn(page, "plan") == "succeeded" and drawn(page, "clean") is None
     assert page.locator("#inst-status").inner_text() == "running"
-    page.mouse.click(*node_center(page, "market"))  # the inspector shows the run in progress
+    inspect_node(page, "market")  # the inspector shows the run in progress
     page.locator("#insp-runs details.run").first.wait_for()
     doc_shot(page, "instance.png")
 
@@ -151,7 +171,7 @@ def test_nodes_turn_running_then_succeeded_in_order_and_time_travel_shows_the_pa
     assert len(page.evaluate("steadyflowLive.takenEdges()")) == len(instance.version.graph["edges"])
 
     # The inspector: click the market node, see its run.
-    page.mouse.click(*node_center(page, "market"))
+    inspect_node(page, "market")
     run = page.locator("#insp-runs details.run").first
     run.wait_for()
     text = run.inner_text()
@@ -217,7 +237,7 @@ def test_an_operator_retries_a_failed_step_from_the_page(
     page.wait_for_selector("#btn-retry:not([hidden])")
     assert page.locator("#btn-cancel").is_hidden()
 
-    page.mouse.click(*node_center(page, "news"))  # the inspector shows why
+    inspect_node(page, "news")  # the inspector shows why
     run = page.locator("#insp-runs details.run").first
     run.wait_for()
     assert "failed" in run.inner_text() and "HTTP 404 from" in run.inner_text()
