@@ -12,7 +12,6 @@ from typing import Any
 from django.conf import settings
 from django.core import checks
 
-
 ENGINE = "steadyflow"
 # BaseCommand.requires_system_checks for the processes named above: only the checks tagged ENGINE.
 PROCESS_CHECKS = [ENGINE]

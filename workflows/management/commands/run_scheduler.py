@@ -10,8 +10,8 @@ from django.conf import settings
 from django.core.management.base import BaseCommand
 from django.db import InterfaceError, OperationalError, close_old_connections
 
-from workflows.checks import PROCESS_CHECKS
 from workflows import clock
+from workflows.checks import PROCESS_CHECKS
 from workflows.database_outage import DatabaseOutage
 from workflows.observability import metrics  # noqa: F401 - its gauge listens to the clock (clock.listeners)
 from workflows.operators.health import scheduler_beat

@@ -7,8 +7,8 @@ import django_rq
 from django.core.management.base import BaseCommand, CommandError
 from rq.worker import BaseWorker
 
-from workflows.checks import PROCESS_CHECKS
 from workflows import clock
+from workflows.checks import PROCESS_CHECKS
 from workflows.engine.priorities import queue_names
 from workflows.observability import metrics  # noqa: F401 - its gauge listens to the clock (clock.listeners)
 from workflows.workers.sync import ForkingStepWorker, StepWorker, make_worker
