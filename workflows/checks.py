@@ -2,8 +2,8 @@
 
 Tagged ENGINE: the long-running processes (`run_worker`, `run_scheduler`) and the frequent `health` probe run
 only these at start (PROCESS_CHECKS), not Django's whole registry, which imports every URL, view and API schema
-(~0.4 s of CPU per start) for pages those processes never serve. `manage.py check`, `migrate` and the web
-server's start still run everything."""
+(~0.4 s of CPU per start) for pages those processes never serve. `manage.py check`, `migrate` and the
+other commands still run everything."""
 
 from __future__ import annotations
 
