@@ -4,7 +4,7 @@ VENV := .venv
 PY := $(VENV)/bin/python
 STAMP := $(VENV)/.installed-$(shell cksum pyproject.toml | cut -d' ' -f1)
 
-.PHONY: run test test-quick test-js test-engine test-inprocess screenshots bench lint vendor install clean
+.PHONY: run test test-quick test-js test-engine test-inprocess screenshots bench lint vendor install clean bytecode
 
 install: $(STAMP)
 
@@ -14,6 +14,11 @@ $(STAMP): pyproject.toml
 	$(PY) -m pip install -q -e '.[dev]'
 	@rm -f $(VENV)/.installed-*
 	@touch $@
+
+# The suite starts ~1,000 Python processes: with PYTHONDONTWRITEBYTECODE set (as on some machines) each would
+# compile the project's sources again. compileall writes the bytecode once (it skips files that did not change).
+bytecode: install
+	@$(PY) -m compileall -q -j 0 workflows dashboard tests bench scripts manage.py
 
 ## Start everything: web (daphne), workers (ai, io, default), scheduler, private Redis if REDIS_URL is unset.
 run: install
@@ -37,12 +42,12 @@ SERIAL = -n $(SERIAL_WORKERS) --dist load
 
 ## The whole suite, both tiers (starts a private Redis when REDIS_URL is unset), then the JavaScript unit tests
 ## (not when TESTS names a part of the suite).
-test: install
+test: install bytecode
 	$(PY) scripts/devrun.py with-redis -- sh -c '$(call tier,not serial,$(PARALLEL)) && $(call tier,serial,$(SERIAL))'
 	@$(if $(strip $(TESTS)),,$(MAKE) --no-print-directory test-js)
 
 ## The edit loop (< 2 minutes): the in-process tier, in parallel, on SQLite (the private Redis unless REDIS_URL is set).
-test-quick: install
+test-quick: install bytecode
 	env -u DATABASE_URL $(PY) scripts/devrun.py with-redis -- sh -c '$(call tier,not serial,$(PARALLEL))'
 
 ## The JavaScript unit tests: tests/js/*.test.mjs import the real modules of static/js (node --test).
@@ -52,12 +57,12 @@ test-js: install
 
 ## The engine suite only (engine, runtime and stores in process, workflows on real workers; no browser), both tiers.
 test-engine: TESTS = tests/engine tests/runtime tests/store tests/workflows
-test-engine: install
+test-engine: install bytecode
 	$(PY) scripts/devrun.py with-redis -- sh -c '$(call tier,not serial,$(PARALLEL)) && $(call tier,serial,$(SERIAL))'
 
 ## The in-process layers only (engine, runtime, stores: no worker processes, no browser), in parallel.
 test-inprocess: TESTS = tests/engine tests/runtime tests/store
-test-inprocess: install
+test-inprocess: install bytecode
 	$(PY) scripts/devrun.py with-redis -- sh -c '$(call tier,not serial,$(PARALLEL))'
 
 ## The pictures of the README and docs/ (docs/screenshots/): only the browser tests marked `screenshots` (those

@@ -18,6 +18,8 @@ from typing import Any
 
 import pytest
 
+from tests.support.forkserver import python_popen
+
 ROOT = Path(__file__).resolve().parent.parent
 
 
@@ -140,7 +142,7 @@ class Processes:
 
     def start(self, *args: str, env: dict[str, str] | None = None) -> subprocess.Popen[bytes]:
         log = open(self.tmp_path / f"{'-'.join(args).replace('/', '_')}-{len(self.procs)}.log", "wb")
-        proc = subprocess.Popen([sys.executable, "manage.py", *args], cwd=ROOT, env={**self.env, **(env or {})},
+        proc = python_popen([sys.executable, "manage.py", *args], cwd=ROOT, env={**self.env, **(env or {})},
                                 stdout=log, stderr=subprocess.STDOUT, start_new_session=True)
         self.procs.append(proc)
         return proc

@@ -24,6 +24,7 @@ from typing import Any
 import pytest
 
 from tests.e2e.docshots import doc_shot  # noqa: F401 - the fixture for the docs' pictures (make screenshots)
+from tests.support.forkserver import python_popen
 
 CHROMIUM = Path(os.environ.get("STEADYFLOW_CHROMIUM", "/usr/bin/chromium"))
 CHROMIUM_ARGS = ["--no-sandbox", "--disable-gpu", "--disable-background-networking", "--disable-component-update",
@@ -155,7 +156,7 @@ class DaphneServer:
         root = Path(__file__).resolve().parents[2]
         self.starts += 1
         log = open(self.log_dir / f"daphne-{self.starts}.log", "wb")
-        self.proc = subprocess.Popen(
+        self.proc = python_popen(
             [sys.executable, "-m", "daphne", "-b", "127.0.0.1", "-p", str(self.port), "dashboard.asgi:application"],
             cwd=root, env=self.env, stdout=log, stderr=subprocess.STDOUT, start_new_session=True)
         deadline = time.monotonic() + timeout

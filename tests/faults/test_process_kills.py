@@ -7,7 +7,6 @@ from __future__ import annotations
 
 import os
 import signal
-import subprocess
 import sys
 import time
 
@@ -31,6 +30,7 @@ from tests.faults.conftest import (
     wait_all,
 )
 from tests.faults.functions import CRASH_BEFORE_ENQUEUE_ENV
+from tests.support.forkserver import python_run
 from workflows.models import StepRun, WorkflowInstance
 
 pytestmark = [pytest.mark.faults, pytest.mark.django_db(transaction=True)]
@@ -100,7 +100,7 @@ def test_crash_after_commit_before_enqueue(processes, sink, worker_env):
     code = (f"from workflows import runtime; from workflows.models import WorkflowVersion; "
             f"runtime.start_instance(WorkflowVersion.objects.get(pk={version.pk}), {{}}, "
             f"idempotency_key='crash-before-enqueue')")
-    starter = subprocess.run([sys.executable, "manage.py", "shell", "-c", code], cwd=ROOT,
+    starter = python_run([sys.executable, "manage.py", "shell", "-c", code], cwd=ROOT,
                              env={**worker_env, CRASH_BEFORE_ENQUEUE_ENV: "1"}, capture_output=True,
                              timeout=60)
     crashed_at = time.monotonic()

@@ -5,7 +5,6 @@ is https unless DEBUG; the /metrics token has a minimum length and its failures 
 from __future__ import annotations
 
 import io
-import subprocess
 import sys
 import threading
 import time
@@ -18,6 +17,7 @@ from django.db import connection, transaction
 from django.test import Client
 
 from tests.security.test_production_settings import ROOT
+from tests.support.forkserver import python_run
 from workflows.credentials import store as credentials
 from workflows.models import Credential
 from workflows.triggers.models import Webhook
@@ -120,7 +120,7 @@ def test_a_provider_credential_url_must_be_https_unless_debug(settings: Any) -> 
 def test_a_short_metrics_token_refuses_to_start() -> None:
     env = {"PATH": "/usr/bin:/bin", "DJANGO_SETTINGS_MODULE": "dashboard.settings", "DEBUG": "0",
            "SECRET_KEY": "x" * 50, "STEADYFLOW_CREDENTIALS_KEY": OLD_KEY, "STEADYFLOW_METRICS_TOKEN": "short"}
-    done = subprocess.run([sys.executable, "manage.py", "check"], cwd=ROOT, env=env, capture_output=True,
+    done = python_run([sys.executable, "manage.py", "check"], cwd=ROOT, env=env, capture_output=True,
                           text=True, timeout=120)
     assert done.returncode != 0 and "STEADYFLOW_METRICS_TOKEN" in done.stderr and "24" in done.stderr
 

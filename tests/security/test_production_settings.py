@@ -13,6 +13,8 @@ from typing import Any
 import pytest
 from django.test import Client
 
+from tests.support.forkserver import python_run
+
 ROOT = Path(__file__).resolve().parents[2]
 # The production variables docs/security.md documents; CI runs the same check with them.
 PRODUCTION = {
@@ -31,7 +33,7 @@ TEST_ONLY = ("SECRET_KEY", "DEBUG", "STEADYFLOW_HTTPS", "DJANGO_ALLOW_ASYNC_UNSA
 def manage(*args: str, **env: str) -> subprocess.CompletedProcess[str]:
     base = {k: v for k, v in os.environ.items() if k not in TEST_ONLY}
     base["DJANGO_SETTINGS_MODULE"] = "dashboard.settings"
-    return subprocess.run([sys.executable, "manage.py", *args], cwd=ROOT, env={**base, **env}, capture_output=True,
+    return python_run([sys.executable, "manage.py", *args], cwd=ROOT, env={**base, **env}, capture_output=True,
                           text=True, timeout=120)
 
 

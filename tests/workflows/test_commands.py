@@ -16,6 +16,7 @@ import pytest
 from django.core.management import CommandError, call_command
 
 from tests.conftest import ROOT, wait_for
+from tests.support.forkserver import python_run
 from workflows.models import WorkflowDefinition, WorkflowInstance
 
 GRAPHS = Path(__file__).parent / "graphs"
@@ -43,7 +44,7 @@ def run_json(*args: str) -> dict[str, Any]:
 
 
 def manage(*args: str, env: dict[str, str] | None = None) -> subprocess.CompletedProcess[str]:
-    return subprocess.run([sys.executable, "manage.py", *args], cwd=ROOT, env=env or dict(os.environ),
+    return python_run([sys.executable, "manage.py", *args], cwd=ROOT, env=env or dict(os.environ),
                           capture_output=True, text=True, timeout=120)
 
 
@@ -306,6 +307,25 @@ def test_run_worker_errors():
     message = command_error("run_worker", "fast")
     assert "argument queues: invalid choice: 'fast'" in message
     assert "choose from" in message and "'ai'" in message
+
+
+@pytest.mark.parametrize("command", [["run_worker", "default", "--burst"], ["run_scheduler", "--once"],
+                                     ["health", "--role", "worker"]])
+def test_processes_refuse_to_start_on_the_engines_own_check_errors(command):
+    """run_worker, run_scheduler and health run only the checks tagged ENGINE (workflows/checks.py), not
+    Django's whole registry (which loads every URL and API schema): a bad engine setting still stops them."""
+    result = manage(*command, env={**os.environ, "STEADYFLOW_LLM_BASE_URL": "ftp://llm.example"})
+    assert result.returncode == 1
+    assert "steadyflow.E001" in result.stderr and "must be an http(s) URL" in result.stderr
+
+
+def test_processes_do_not_run_djangos_url_checks():
+    from workflows.checks import ENGINE, PROCESS_CHECKS
+    from workflows.management.commands import health, run_scheduler, run_worker
+
+    assert PROCESS_CHECKS == [ENGINE]
+    for module in (run_worker, run_scheduler, health):
+        assert module.Command.requires_system_checks == PROCESS_CHECKS
 
 
 @pytest.mark.django_db(transaction=True)

@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import io
 import json
-import subprocess
 import sys
 from datetime import timedelta
 from typing import Any
@@ -19,6 +18,7 @@ from django.test import override_settings
 from django.utils import timezone
 
 from tests.conftest import ROOT, chain, database_url_for_tests
+from tests.support.forkserver import python_run
 from workflows.models import StepRun, WorkflowInstance
 
 GRAPH = chain({"id": "a", "type": "python", "config": {"function": "examples.canned_reply"}})
@@ -136,7 +136,7 @@ def test_health_exit_code_from_the_command_line_when_the_database_is_down() -> N
            # credentials key.
            "SECRET_KEY": "health-probe-test-" + "k" * 40,
            "STEADYFLOW_CREDENTIALS_KEY": "km3DmfDJlycJ07W3yCOQ55jBJBO8uMhCDe5Z05tMt00="}
-    result = subprocess.run([sys.executable, "manage.py", "health"], cwd=ROOT, env=env, capture_output=True,
+    result = python_run([sys.executable, "manage.py", "health"], cwd=ROOT, env=env, capture_output=True,
                             text=True, timeout=60)
     assert result.returncode == 1, result.stdout + result.stderr
     assert "database: unreachable" in result.stdout
@@ -147,12 +147,12 @@ def test_health_exit_code_from_the_command_line_when_the_database_is_down() -> N
 def test_health_exit_code_from_the_command_line(version: Any, worker_env: dict[str, str]) -> None:
     stuck = make_instance(version, steps=[queued_since(hours=1)])
     env = {**worker_env, "DATABASE_URL": database_url_for_tests()}
-    result = subprocess.run([sys.executable, "manage.py", "health", *WITHOUT_PROCESSES, "--threshold", "60"],
+    result = python_run([sys.executable, "manage.py", "health", *WITHOUT_PROCESSES, "--threshold", "60"],
                             cwd=ROOT, env=env, capture_output=True, text=True, timeout=60)
     assert result.returncode == 1, result.stdout + result.stderr
     assert f"instance {stuck.pk} " in result.stdout
     WorkflowInstance.objects.filter(pk=stuck.pk).update(status="cancelled")
-    result = subprocess.run([sys.executable, "manage.py", "health", *WITHOUT_PROCESSES, "--threshold", "60"],
+    result = python_run([sys.executable, "manage.py", "health", *WITHOUT_PROCESSES, "--threshold", "60"],
                             cwd=ROOT, env=env, capture_output=True, text=True, timeout=60)
     assert result.returncode == 0, result.stdout + result.stderr
     assert result.stdout.startswith("OK")

@@ -19,6 +19,7 @@ from django.db.migrations.recorder import MigrationRecorder
 from django.test import override_settings
 
 from tests.conftest import ROOT, Processes, wait_for
+from tests.support.forkserver import python_run
 
 CLOSED_PORT = "redis://127.0.0.1:1/0"
 
@@ -89,12 +90,12 @@ def test_redis_down_fails_every_role_naming_redis_without_its_password() -> None
 def test_redis_down_from_the_command_line(worker_env: dict[str, str]) -> None:
     """What a container's health check runs: a fresh process, exit code 1, the failing check named."""
     for role in ("web", "worker", "scheduler"):
-        result = subprocess.run([sys.executable, "manage.py", "health", "--role", role],
+        result = python_run([sys.executable, "manage.py", "health", "--role", role],
                                 cwd=ROOT, env={**worker_env, "REDIS_URL": CLOSED_PORT},
                                 capture_output=True, text=True, timeout=120)
         assert result.returncode == 1, result.stdout + result.stderr
         assert f"redis: unreachable at {CLOSED_PORT}" in result.stdout
-    result = subprocess.run([sys.executable, "manage.py", "health", "--role", "web"], cwd=ROOT, env=worker_env,
+    result = python_run([sys.executable, "manage.py", "health", "--role", "web"], cwd=ROOT, env=worker_env,
                             capture_output=True, text=True, timeout=120)
     assert result.returncode == 0, result.stdout + result.stderr
     assert result.stdout.startswith("OK (web)")

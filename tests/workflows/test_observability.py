@@ -21,6 +21,7 @@ from django.core.management import call_command
 
 import tests.workflows.functions  # noqa: F401 - registers tests.* functions in this process
 from tests.conftest import ROOT, chain, wait_for, wait_for_status
+from tests.support.forkserver import python_popen
 from tests.workflows.functions import EXTRA_FUNCTIONS_ENV
 from tests.workflows.support import py
 from workflows import runtime
@@ -39,7 +40,7 @@ class Web:
             self.port = sock.getsockname()[1]
         self.url = f"http://127.0.0.1:{self.port}"
         self.log = log
-        self.proc = subprocess.Popen(
+        self.proc = python_popen(
             [sys.executable, "-m", "daphne", "-v", "0", "-b", "127.0.0.1", "-p", str(self.port),
              "dashboard.asgi:application"],
             cwd=ROOT, env=env, stdout=open(log, "wb"), stderr=subprocess.STDOUT, start_new_session=True)

@@ -17,6 +17,7 @@ from typing import Any
 from django.conf import settings
 from django.core.management.base import BaseCommand
 
+from workflows.checks import PROCESS_CHECKS
 from workflows.operators.health import CHECK_NAMES, QUEUES, ROLES, Report, run_checks
 
 LIST_LIMIT = 100
@@ -25,6 +26,7 @@ LIST_LIMIT = 100
 class Command(BaseCommand):
     help = ("Health probe: exits 0 and prints one OK line when the role's checks pass; otherwise exits 1 "
             "with one line per failing check (and the stuck instances, with the step that holds each up).")
+    requires_system_checks = PROCESS_CHECKS  # workflows/checks.py: not the URL and model checks
 
     def add_arguments(self, parser: Any) -> None:
         parser.add_argument("--role", choices=tuple(ROLES), default="all",

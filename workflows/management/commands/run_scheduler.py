@@ -11,6 +11,7 @@ from django.core.management.base import BaseCommand
 from django.db import InterfaceError, OperationalError, close_old_connections
 
 from workflows import clock
+from workflows.checks import PROCESS_CHECKS
 from workflows.database_outage import DatabaseOutage
 from workflows.observability import metrics  # noqa: F401 - its gauge listens to the clock (clock.listeners)
 from workflows.operators.health import scheduler_beat
@@ -34,6 +35,7 @@ def ping_queues() -> None:
 class Command(BaseCommand):
     help = ("Run the scheduler/reconciler loop: timers, retries, lost jobs, expired leases, TTLs, cron "
             "schedules and notification retries.")
+    requires_system_checks = PROCESS_CHECKS  # workflows/checks.py: not the URL and model checks
 
     def add_arguments(self, parser: Any) -> None:
         parser.add_argument("--once", action="store_true", help="run one tick and exit")

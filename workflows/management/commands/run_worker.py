@@ -8,6 +8,7 @@ from django.core.management.base import BaseCommand, CommandError
 from rq.worker import BaseWorker
 
 from workflows import clock
+from workflows.checks import PROCESS_CHECKS
 from workflows.engine.priorities import queue_names
 from workflows.observability import metrics  # noqa: F401 - its gauge listens to the clock (clock.listeners)
 from workflows.workers.sync import ForkingStepWorker, StepWorker, make_worker
@@ -20,6 +21,7 @@ class Command(BaseCommand):
     help = ("Run a worker for one or more queues. The `ai` queue gets the asyncio consumer that keeps many "
             "LLM calls in flight; `io` and `default` get an RQ worker. Each queue is served at every priority "
             "(`default:high`, `default`, `default:low`): high first, low never starved.")
+    requires_system_checks = PROCESS_CHECKS  # workflows/checks.py: not the URL and model checks
 
     def add_arguments(self, parser: Any) -> None:
         parser.add_argument("queues", nargs="+", choices=QUEUES)
