@@ -115,6 +115,8 @@ try:
 except Exception as exc:  # dj-database-url raises several kinds for malformed URLs
     raise ImproperlyConfigured(f"DATABASE_URL={_database_url!r} is not valid: {exc}") from None
 if _db["ENGINE"] == "django.db.backends.sqlite3":
+    # SQLite cannot create the folder its file lives in: a fresh checkout has no var/ until something makes it.
+    Path(_db["NAME"]).parent.mkdir(parents=True, exist_ok=True)
     _db["OPTIONS"] = {
         "timeout": 20,
         "transaction_mode": "IMMEDIATE",

@@ -76,3 +76,21 @@ def test_what_the_server_cannot_honour_takes_the_subprocess_path(script: Path, t
     assert forkserver._forkable([sys.executable, "-m", "json.tool"], None)
     plain = python_popen(["/bin/true"])
     assert isinstance(plain, subprocess.Popen) and plain.wait(timeout=10) == 0
+
+
+def test_files_a_child_opens_stay_open_until_its_own_exit(tmp_path: Path) -> None:
+    """The server's sockets are closed in the child through their objects: a socket object that still thought
+    it owned its descriptor number would close it again at exit, by then another file's — a worker's SQLite
+    -shm file was closed under it that way, and its last write hung on a lock."""
+    out = tmp_path / "out.txt"
+    script = tmp_path / "late_write.py"
+    script.write_text(
+        "import atexit, sys\n"
+        f"files = [open({str(out)!r}, 'w')] + [open('/dev/null') for _ in range(8)]\n"
+        "def late():\n"
+        "    files[0].write('written at exit')\n"
+        "    files[0].close()\n"
+        "atexit.register(late)\n")
+    result = python_run([sys.executable, str(script)], capture_output=True, text=True)
+    assert result.returncode == 0, result.stderr
+    assert out.read_text() == "written at exit"

@@ -138,7 +138,7 @@ def spawn_child(conn: socket.socket, listener: socket.socket, selector: selector
     if pid == 0:
         os.close(ready_r)
         selector.close()
-        run_child(request, fds, ready_w, [listener.fileno(), conn.fileno()])  # never returns
+        run_child(request, fds, ready_w, [listener, conn])  # never returns
     os.close(ready_w)
     for fd in fds:
         os.close(fd)
@@ -150,7 +150,7 @@ def spawn_child(conn: socket.socket, listener: socket.socket, selector: selector
     return pidfd
 
 
-def run_child(request: dict[str, Any], fds: list[int], ready_w: int, server_fds: list[int]) -> None:
+def run_child(request: dict[str, Any], fds: list[int], ready_w: int, server_sockets: list[socket.socket]) -> None:
     """In the forked child: become the requested program. Ends the way that program's interpreter would
     (its SystemExit or uncaught exception propagates to the top of this process)."""
     import io
@@ -161,9 +161,13 @@ def run_child(request: dict[str, Any], fds: list[int], ready_w: int, server_fds:
     os.close(ready_w)
     for target, fd in enumerate(fds):
         os.dup2(fd, target)
-    for fd in [*fds, *server_fds]:
+    for fd in fds:
         if fd > 2:
             os.close(fd)
+    # Closed through their objects, never by number: an object that still thought it owned its number would
+    # close it again when collected, by then some other file's (seen: SQLite's -shm, under a worker's feet).
+    for sock in server_sockets:
+        sock.close()
     for fd in pidfd_pids:
         os.close(fd)
     os.chdir(request["cwd"])
