@@ -173,10 +173,13 @@ def test_two_scheduler_processes_fire_each_tick_once(processes: Any, make_versio
 
     version = make_version(GRAPH, slug="procs")
     now = timezone.now()
+    # Hourly, at the current minute: due now (the tick is less than a minute old, on time), and the next tick
+    # an hour away. With "* * * * *" two processes straddling a minute's boundary each fired a tick of their
+    # own (two different ticks, rightly), and the test read that as a double fire.
+    cron = f"{now.minute} * * * *"
     for _ in range(30):
-        schedule = schedules.create(version.definition, "* * * * *", "UTC", now=now)
-        # Due now: the current minute's tick (a tick less than a minute old is on time).
-        Schedule.objects.filter(pk=schedule.pk).update(next_fire_at=schedules.latest_due("* * * * *", "UTC", now))
+        schedule = schedules.create(version.definition, cron, "UTC", now=now)
+        Schedule.objects.filter(pk=schedule.pk).update(next_fire_at=schedules.latest_due(cron, "UTC", now))
     procs = [processes.start("run_scheduler", "--once") for _ in range(2)]
     for proc in procs:
         assert proc.wait(timeout=120) == 0, processes.logs()
