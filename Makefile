@@ -27,12 +27,12 @@ run: install
 # The suite runs in two tiers (tests/conftest.py marks the second): the in-process tier on PYTEST_WORKERS
 # pytest-xdist workers (each with its own test database and Redis database, tests/settings.py), then the
 # `serial` tier (real worker, scheduler and daphne processes, the browser, fault injection, the dev runner) on
-# SERIAL_WORKERS: its tests mostly wait on the processes they start, so two run side by side on two cores. The
+# SERIAL_WORKERS: its tests mostly wait on the processes they start, so three run side by side on two cores. The
 # second tier runs only when the first passed. Each prints its 25 slowest tests.
 # TESTS narrows the paths, SELECT adds a marker expression, PYTEST_ARGS passes anything else to pytest; a tier
 # they leave empty passes (pytest's exit code 5, "no tests collected").
 PYTEST_WORKERS ?= 2
-SERIAL_WORKERS ?= 2
+SERIAL_WORKERS ?= 3
 TESTS ?=
 SELECT ?=
 marks = $(if $(strip $(SELECT)),$(1) and ($(SELECT)),$(1))
