@@ -138,7 +138,7 @@ def test_metrics_token_failures_are_throttled(db: None, redis_conn: Any, setting
 
 
 def test_the_production_doc_says_which_proxy_headers_daphne_may_trust() -> None:
-    text = (ROOT / "docs" / "production.md").read_text()
+    text = (ROOT / "docs" / "production-and-scaling.md").read_text()
     for needed in ("--proxy-headers", "X-Forwarded-For", "X-Forwarded-Port", "STEADYFLOW_PROXY_SSL_HEADER",
                    "X-Forwarded-Proto", "REMOTE_ADDR"):
         assert needed in text, needed
