@@ -43,7 +43,7 @@ def test_a_forked_child_gets_its_own_argv_env_cwd_streams_and_exit_code(script: 
     seen = json.loads(result.stdout)
     assert seen["argv"] == [str(script), "3"] and seen["cwd"] == str(tmp_path) and seen["var"] == "seen"
     assert seen["settings_loaded"] is False  # the server never configured Django's settings
-    assert forkserver._server.proc is not None and seen["pid"] != forkserver._server.proc.pid
+    assert forkserver.server_pid() is not None and seen["pid"] != forkserver.server_pid()
 
 
 def test_a_child_in_its_own_session_can_be_killed_as_a_group(tmp_path: Path) -> None:
@@ -94,3 +94,17 @@ def test_files_a_child_opens_stay_open_until_its_own_exit(tmp_path: Path) -> Non
     result = python_run([sys.executable, str(script)], capture_output=True, text=True)
     assert result.returncode == 0, result.stderr
     assert out.read_text() == "written at exit"
+
+
+def test_the_servers_socket_folder_is_removed_when_its_process_exits(script: Path) -> None:
+    """Each test process's server keeps its socket in a temporary folder: gone when that process exits
+    (every run left ~10 sf-fork-* folders in /tmp)."""
+    code = ("import sys; from tests.support import forkserver; "
+            f"forkserver.python_run([sys.executable, {str(script)!r}, '0'], capture_output=True); "
+            "print(forkserver.server_folder())")
+    done = subprocess.run([sys.executable, "-c", code], cwd=forkserver.ROOT, capture_output=True, text=True,
+                          timeout=60)
+    assert done.returncode == 0, done.stderr
+    folder = done.stdout.strip()
+    assert "sf-fork-" in folder, folder
+    assert not os.path.exists(folder), f"{folder} is still there"

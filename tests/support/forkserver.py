@@ -26,6 +26,7 @@ import importlib
 import json
 import os
 import selectors
+import shutil
 import signal
 import socket
 import subprocess
@@ -220,9 +221,22 @@ class _Server:
         if self.proc is not None and self.proc.stdin is not None:
             self.proc.stdin.close()
             self.proc.wait(timeout=10)
+        if self.path:
+            # The socket's folder: each test process left one behind in the temporary directory.
+            shutil.rmtree(os.path.dirname(self.path), ignore_errors=True)
 
 
 _server = _Server()
+
+
+def server_pid() -> int | None:
+    """This process's fork server's pid (None before its first use)."""
+    return _server.proc.pid if _server.proc is not None else None
+
+
+def server_folder() -> str:
+    """The folder of this process's fork server's socket ("" before its first use)."""
+    return os.path.dirname(_server.path)
 
 
 def enabled() -> bool:
