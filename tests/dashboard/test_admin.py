@@ -10,7 +10,7 @@ import pytest
 from django.contrib import admin
 from django.contrib.auth.models import User
 from django.test import Client
-from django.urls import reverse
+from django.urls import get_resolver, reverse
 
 from tests.conftest import chain, halts_as_it_starts
 from workflows import runtime
@@ -48,6 +48,9 @@ def admin_url(model: Any, page: str, *args: Any) -> str:
 
 
 def registered() -> list[Any]:
+    # The admin modules register when the URLconf loads (dashboard/urls.py: admin.autodiscover): load it
+    # first, or a worker whose earlier tests never resolved a URL finds nothing registered.
+    get_resolver().url_patterns  # noqa: B018 - imports the URLconf
     return [model for model in admin.site._registry if model._meta.app_label in ("workflows", "dashboard")]
 
 

@@ -25,6 +25,7 @@ from datetime import datetime, timedelta
 from typing import Any
 
 from django.conf import settings
+from django.db.models import QuerySet
 
 from workflows import clock, runtime
 from workflows.adapters import llm_cache
@@ -59,11 +60,25 @@ class TickReport:
                     or self.subflows or self.plans_purged or self.history_purged)
 
 
+def due_steps(now: datetime) -> QuerySet[StepRun]:
+    """Pending and retrying steps past their due time (the partial index step_open_due serves it).
+    Steps of a halted instance stay put until an operator resumes it."""
+    return StepRun.objects.filter(status__in=(StepStatus.PENDING, StepStatus.RETRYING), due_at__lte=now,
+                                  instance__status__in=[*INSTANCE_ACTIVE, InstanceStatus.COMPENSATING])
+
+
+def queued_before(moment: datetime) -> QuerySet[StepRun]:
+    """Queued steps due before `moment`: their job may be lost (step_open_due)."""
+    return StepRun.objects.filter(status=StepStatus.QUEUED, due_at__lte=moment)
+
+
+def expired_leases(now: datetime) -> QuerySet[StepRun]:
+    """Running steps whose lease ran out (the partial index step_running_lease)."""
+    return StepRun.objects.filter(status=StepStatus.RUNNING, lease_until__lt=now)
+
+
 def promote_due(now: datetime) -> int:
-    # Steps of a halted instance stay put until an operator resumes it.
-    due = list(StepRun.objects.filter(status__in=(StepStatus.PENDING, StepStatus.RETRYING), due_at__lte=now,
-                                      instance__status__in=[*INSTANCE_ACTIVE, InstanceStatus.COMPENSATING])
-               .values_list("pk", "queue", "priority", "status")[:BATCH])
+    due = list(due_steps(now).values_list("pk", "queue", "priority", "status")[:BATCH])
     ready = []
     for pk, kind, priority, status in due:
         # Conditional: a concurrent cancel or another scheduler wins cleanly.
@@ -78,7 +93,7 @@ def redispatch_lost(now: datetime, after_s: float) -> int:
     import django_rq
     from rq.job import JobStatus
 
-    stale = list(StepRun.objects.filter(status=StepStatus.QUEUED, due_at__lte=now - timedelta(seconds=after_s))
+    stale = list(queued_before(now - timedelta(seconds=after_s))
                  .values_list("pk", "queue", "priority", "instance_id", "created_at")[:BATCH])
     lost = []
     waiting: dict[str, set[str] | None] = {}  # job ids on each queue, read at most once per tick
@@ -178,8 +193,7 @@ def _job_ids_on(queue: str) -> set[str] | None:
 
 
 def reclaim_expired_leases(now: datetime) -> int:
-    expired = list(StepRun.objects.filter(status=StepStatus.RUNNING, lease_until__lt=now)
-                   .values_list("pk", "lease_token")[:BATCH])
+    expired = list(expired_leases(now).values_list("pk", "lease_token")[:BATCH])
     count = 0
     for pk, token in expired:
         claim = _claim_for_reclaim(pk, token)
