@@ -5,8 +5,10 @@ retries, deadlines, TTLs, schedule ticks, `started_at`/`finished_at` — is take
 PostgreSQL that is this host's clock corrected by an offset to the database server's clock, measured
 at start and again every CLOCK_SYNC_S: `SELECT clock_timestamp()` bracketed by two local readings,
 the server's reading against their midpoint (its error is at most half the round trip, well under
-a millisecond on a LAN, against leases of seconds). With SQLite (one host, one clock) the offset is 0
-and nothing is measured.
+a millisecond on a LAN, against leases of seconds). With SQLite every process is on one host, and the
+database's clock is that host's system clock as the SQLite library reads it (`julianday('now')`): the
+offset, measured the same way, is ~0 unless something shifts a process's own view of the time (what
+tests/faults/test_clock_skew.py does to a worker or the scheduler, on both databases).
 
 A process whose offset is more than CLOCK_SKEW_WARN_S logs a warning once and carries on: its
 timestamps are the database's, so it works correctly. The offset is exported as the gauge
@@ -34,6 +36,11 @@ from django.utils import timezone
 log = logging.getLogger("steadyflow.clock")
 
 CLOCK_KEY = "steadyflow:clock:"  # + host:pid; value: Reading.as_json(), expiring (reading_ttl_s)
+# The database's clock as epoch seconds, one statement per database.
+CLOCK_QUERIES = {
+    "postgresql": "SELECT extract(epoch FROM clock_timestamp())::float8",
+    "sqlite": "SELECT (julianday('now') - 2440587.5) * 86400.0",  # milliseconds: SQLite's resolution
+}
 RETRY_AFTER_FAILURE_S = 1.0
 
 
@@ -52,7 +59,7 @@ _warned = False
 
 
 def now() -> datetime:
-    """The current time on the database's clock (this host's on SQLite)."""
+    """The current time on the database's clock."""
     reading = _reading
     if reading.measured is None or time.monotonic() - reading.measured > _sync_every_s(reading):
         _sync_if_safe()
@@ -106,7 +113,7 @@ def _sync_every_s(reading: Reading) -> float:
 def _sync_if_safe() -> None:
     from django.db import connection
 
-    if connection.vendor != "postgresql":
+    if connection.vendor not in CLOCK_QUERIES:
         _reading.measured = time.monotonic()
         _reading.ok = True
         return
@@ -120,6 +127,8 @@ def _idle(connection: Any) -> bool:
     raw = connection.connection
     if raw is None:
         return True
+    if connection.vendor == "sqlite":
+        return not raw.in_transaction
     from psycopg.pq import TransactionStatus
 
     return bool(raw.info.transaction_status == TransactionStatus.IDLE)
@@ -129,12 +138,13 @@ def _measure() -> Reading:
     from django.db import DatabaseError, connection
 
     started = time.monotonic()
-    if connection.vendor != "postgresql":
+    query = CLOCK_QUERIES.get(connection.vendor)
+    if query is None:
         return Reading(0.0, 0.0, started, True)
     try:
         with connection.cursor() as cursor:
             before = time.time()
-            cursor.execute("SELECT extract(epoch FROM clock_timestamp())::float8")
+            cursor.execute(query)
             after = time.time()
             server = float(cursor.fetchone()[0])
     except DatabaseError as exc:

@@ -3,8 +3,10 @@ clock shifted by -60 s or +60 s (tests/faults/skewed_clock/sitecustomize.py). Ev
 the database's (workflows/clock.py), so every step still finishes exactly once, no lease is taken
 back, retries and timers fire on time, and the skew is logged and shown by `health`.
 
-PostgreSQL only: with SQLite every process is on one host and reads one clock, so the skew the test
-fakes cannot happen there (the clock module's own tests run on both: tests/workflows/test_clock.py).
+On both databases: on PostgreSQL the processes measure their offset to the server's clock; on SQLite to
+the host's system clock as the SQLite library reads it (the test shifts only the Python process's view
+of the time, as a wrong clock would on another host). The clock module's own tests:
+tests/workflows/test_clock.py.
 """
 
 from __future__ import annotations
@@ -15,7 +17,6 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from django.db import connection
 
 import tests.faults.functions  # noqa: F401 - registers faults.* functions in this process
 from tests.conftest import chain
@@ -33,13 +34,6 @@ TIMER_S = 1.0
 RETRY = {"max_attempts": 3, "backoff_s": 1.0, "max_backoff_s": 1.0, "jitter": False}
 # A minute's mistake anywhere (a lease born expired, a retry or timer due a minute late) shows here.
 SETTLE_WITHIN_S = 75.0  # from the processes' start, on a loaded 2-core machine
-
-
-@pytest.fixture(autouse=True)
-def postgres_only() -> None:
-    if connection.vendor != "postgresql":
-        pytest.skip("needs PostgreSQL: with SQLite all processes share one host and one clock, so there "
-                    "is no skew between them to correct (set DATABASE_URL=postgres://...)")
 
 
 def skewed(shift_s: float) -> dict[str, str]:

@@ -1,7 +1,7 @@
-"""workflows/clock.py: the database's clock on PostgreSQL (an offset measured against
-clock_timestamp()), the local clock on SQLite; a skew is logged once, exported on /metrics and
-named by health. The end-to-end runs with a worker or scheduler a minute off are in
-tests/faults/test_clock_skew.py."""
+"""workflows/clock.py: the database's clock (an offset measured against PostgreSQL's clock_timestamp(),
+or SQLite's julianday('now'): the host's system clock as the SQLite library reads it); a skew is logged
+once, exported on /metrics and named by health. The end-to-end runs with a worker or scheduler a minute
+off are in tests/faults/test_clock_skew.py."""
 
 from __future__ import annotations
 
@@ -9,7 +9,7 @@ import logging
 import re
 import time
 from collections.abc import Iterator
-from datetime import datetime, timedelta
+from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
 import pytest
@@ -41,31 +41,15 @@ def host_ahead(monkeypatch: pytest.MonkeyPatch) -> float:
 
 
 def database_now() -> datetime:
+    """The database's own clock, read without this process's (possibly shifted) clock."""
     with connection.cursor() as cursor:
-        cursor.execute("SELECT clock_timestamp()" if connection.vendor == "postgresql" else "SELECT 1")
-        row = cursor.fetchone()
-    return row[0] if connection.vendor == "postgresql" else timezone.now()
-
-
-def postgres_only() -> None:
-    if connection.vendor != "postgresql":
-        pytest.skip("the offset is measured against PostgreSQL's clock; SQLite keeps the local one")
-
-
-@pytest.mark.django_db(transaction=True)
-def test_sqlite_keeps_the_local_clock_and_never_queries(django_assert_num_queries):
-    if connection.vendor != "sqlite":
-        pytest.skip("SQLite behaviour")
-    with django_assert_num_queries(0):
-        before = timezone.now()
-        stamped = clock.now()
-        assert before <= stamped <= timezone.now()
-        assert clock.sync().offset_s == 0.0
+        cursor.execute(clock.CLOCK_QUERIES[connection.vendor])
+        seconds = float(cursor.fetchone()[0])
+    return datetime.fromtimestamp(seconds, tz=UTC)
 
 
 @pytest.mark.django_db(transaction=True)
 def test_an_accurate_host_measures_no_offset():
-    postgres_only()
     reading = clock.sync()
     assert reading.ok and abs(reading.offset_s) < 0.5 and reading.round_trip_s < 1.0
     assert abs((clock.now() - database_now()).total_seconds()) < 0.5
@@ -73,7 +57,6 @@ def test_an_accurate_host_measures_no_offset():
 
 @pytest.mark.django_db(transaction=True)
 def test_a_host_ahead_stamps_the_databases_time_and_warns_once(host_ahead, caplog):
-    postgres_only()
     caplog.set_level(logging.WARNING, logger="steadyflow.clock")
     assert (timezone.now() - database_now()).total_seconds() > SHIFT_S - 1  # the host is off
     stamped = clock.now()  # measures first: outside a transaction
@@ -91,7 +74,6 @@ def test_a_host_ahead_stamps_the_databases_time_and_warns_once(host_ahead, caplo
 def test_never_measured_inside_a_transaction(host_ahead, django_assert_num_queries):
     """A failed statement would abort the caller's transaction: inside one, the last offset is used
     (none yet here: the local clock) and the measurement waits for the next call outside."""
-    postgres_only()
     with transaction.atomic():
         with django_assert_num_queries(0):
             inside = clock.now()
@@ -102,7 +84,6 @@ def test_never_measured_inside_a_transaction(host_ahead, django_assert_num_queri
 @pytest.mark.django_db(transaction=True)
 def test_remeasured_after_clock_sync_s(host_ahead, monkeypatch, settings):
     """A host whose clock jumps (a VM resumed from suspend) is corrected at the next measurement."""
-    postgres_only()
     settings.STEADYFLOW = {**settings.STEADYFLOW, "CLOCK_SYNC_S": 0.5}
     clock.now()
     real_time, real_now = time.time, timezone.now
@@ -115,7 +96,6 @@ def test_remeasured_after_clock_sync_s(host_ahead, monkeypatch, settings):
 
 @pytest.mark.django_db(transaction=True)
 def test_each_process_offset_is_shown_by_health(host_ahead, redis_conn):
-    postgres_only()
     clock.register("worker")
     report = health.Report(role="all")
     problem = health.check_clocks(redis_conn, report)
@@ -135,7 +115,6 @@ def test_an_accurate_process_passes_the_health_check(redis_conn):
 
 @pytest.mark.django_db(transaction=True)
 def test_metrics_export_the_offset(host_ahead, settings):
-    postgres_only()
     settings.METRICS_TOKEN, settings.METRICS_ALLOW, settings.DEBUG = "", [], True
     clock.sync()
     body = Client().get("/metrics", REMOTE_ADDR="127.0.0.1").content.decode()
