@@ -1,5 +1,6 @@
 """The client side of the database-crash test, run as its own process (`manage.py shell -c`) against
-the private cluster: save a chain of three side-effecting python steps, then start COUNT instances
+the private cluster: save a chain of three side-effecting python steps with an LLM call (the `ai`
+consumer's) between the second and third, then start COUNT instances
 one every INTERVAL_S seconds, each under its own idempotency key. A start that meets the database
 away is retried with the same key (as an API client would), so a start whose COMMIT landed but whose
 answer was lost is not started twice. Prints `version <id>` then `started <n> <instance id>`.
@@ -25,6 +26,11 @@ def graph(sink: str, seconds: float) -> dict[str, object]:
     steps = [{"id": name, "type": "python", "retry": retry,
               "config": {"function": "faults.effect", "args": {"sink": sink, "seconds": seconds}}}
              for name in ("a", "b", "c")]
+    # An LLM call between b and c, run by the `ai` consumer (scripted: no network), in flight as long as
+    # the python steps, so the fault also meets the consumer's claims, calls and commits.
+    think = {"id": "think", "type": "llm", "retry": retry,
+             "config": {"provider": "scripted", "prompt": "x", "script": [{"text": "ok", "delay_s": seconds}]}}
+    steps.insert(2, think)
     nodes = [{"id": "start", "type": "start"}, *steps, {"id": "end", "type": "end"}]
     ids = [n["id"] for n in nodes]
     return {"nodes": nodes, "edges": [{"source": a, "target": b} for a, b in zip(ids, ids[1:], strict=False)]}

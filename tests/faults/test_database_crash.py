@@ -86,6 +86,7 @@ def run_episode(cluster: PrivateCluster, processes: Any, sink: Any, worker_env: 
     assert migrate.returncode == 0, migrate.stdout[-2000:] + migrate.stderr[-2000:]
     for _ in range(2):
         processes.worker("default", env=env)
+    processes.worker("ai", env=env)
     processes.scheduler(env=env)
     client_env = {**env, "CRASH_COUNT": str(COUNT), "CRASH_INTERVAL_S": str(INTERVAL_S),
                   "CRASH_SINK": sink.url(), "CRASH_STEP_S": str(STEP_S)}
@@ -149,7 +150,7 @@ def run_episode(cluster: PrivateCluster, processes: Any, sink: Any, worker_env: 
     retried = sum(1 for s in work if s[2] > 1)
     # Logged once per episode and process, not per step or tick (before: ~60 job tracebacks a run);
     # a step in flight whose commit gave up still fails its job (a few per run).
-    assert logs.count("Traceback") <= 10, logs.count("Traceback")
+    assert logs.count("Traceback") <= 10, "\n".join(line[:600] for line in logs.splitlines() if "Traceback" in line)
     assert logs.count("committing its outcome failed (") <= 6 and logs.count("its tick failed (") <= 3
     return dict(instances=COUNT, finished=statuses.get("completed", 0),
                 lost=COUNT - len(keys), duplicate_instances=sum(n - 1 for _, n in keys),

@@ -7,17 +7,19 @@ from __future__ import annotations
 
 import asyncio
 import json
+import logging
 from collections.abc import Iterator
 from typing import Any
 
 import pytest
-from django.db import connections
+from django.db import OperationalError, connections
 
 from tests.conftest import chain, wait_for, wait_for_status
 from tests.engine.conftest import make_call
 from tests.support.llm_server import LLMTestServer
 from workflows import runtime
 from workflows.adapters import breakers
+from workflows.database_outage import DatabaseOutage
 from workflows.engine import breaker as logic
 from workflows.engine import providers
 from workflows.engine.breaker_local import LocalCounts
@@ -102,6 +104,40 @@ def test_flush_writes_every_pending_count_of_this_process(conf: dict[str, Any]) 
     breakers.flush()
     assert window() == (3, 0) and window("scripted") == (3, 0)
     assert not breakers.has_pending()
+
+
+def test_counts_the_database_refuses_are_kept_and_logged_once_per_episode(
+        conf: dict[str, Any], monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture) -> None:
+    """The database away (a crash, a full disk): every flush of every breaker failed with a warning and
+    a traceback (one each half second in the crash test); now one warning when the episode begins and one
+    when writes succeed again, and the counts are written then."""
+    conf["BREAKER_FLUSH_S"] = 0.0
+    monkeypatch.setattr(breakers, "database_outage",  # a fresh episode log (no episode from another test)
+                        DatabaseOutage(logging.getLogger("steadyflow.breakers"), "circuit breakers"), raising=False)
+    caplog.set_level(logging.DEBUG, logger="steadyflow.breakers")
+    real_row = breakers.DatabaseBreaker._locked_row
+    away = [True]
+
+    def locked_row(self: Any) -> Any:  # the write's first statement
+        if away[0]:
+            raise OperationalError("connection failed: server closed the connection unexpectedly")
+        return real_row(self)
+
+    monkeypatch.setattr(breakers.DatabaseBreaker, "_locked_row", locked_row)
+    clock = Clock()
+    proc = process(clock)
+    for _ in range(4):
+        gate_of(proc).record(True)
+        clock.now += 1
+    assert window() == (0, 0) and proc.local.has_pending()
+    away[0] = False
+    gate_of(proc).record(True)
+    assert window() == (5, 0)  # nothing lost: the kept counts are written with the next
+    warnings = [r.getMessage() for r in caplog.records if r.levelno >= logging.WARNING]
+    assert len(warnings) == 2, warnings
+    assert "writing breaker openai:test-model's counts failed" in warnings[0]
+    assert "accepts writes again" in warnings[1]
+    assert not any(r.exc_info for r in caplog.records)
 
 
 def test_a_flush_interval_of_zero_writes_every_outcome(conf: dict[str, Any]) -> None:

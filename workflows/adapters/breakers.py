@@ -27,14 +27,16 @@ import logging
 import os
 import re
 import threading
+import time
 from collections.abc import Callable
 from typing import Any
 
 from django.conf import settings
-from django.db import transaction
+from django.db import DatabaseError, transaction
 from django.utils import timezone
 
 from workflows.clock import timestamp as db_timestamp
+from workflows.database_outage import DatabaseOutage
 from workflows.engine import breaker as logic
 from workflows.engine.breaker_local import LocalCounts
 from workflows.engine.nodes.llm import provider_of
@@ -42,6 +44,7 @@ from workflows.engine.secrets import ProviderAccount
 from workflows.models import BreakerState
 
 log = logging.getLogger("steadyflow.breakers")
+database_outage = DatabaseOutage(log, "circuit breakers")
 
 DEFAULT_MODEL = "gpt-4o-mini"
 OTHER_MODELS = "*"
@@ -232,11 +235,17 @@ class DatabaseBreaker:
         claimed = self.local.begin_write()
         if not claimed and not wait:
             return
+        started = time.monotonic()
         try:
             self._write(self.clock(), breaker_config())
+        except DatabaseError as exc:
+            # The database away (a crash, a full disk): once per episode, not every flush of every breaker.
+            database_outage.failed(f"writing breaker {self.key}'s counts", exc, "kept for the next write")
         except Exception:  # noqa: BLE001 - a step must not fail over the breaker's bookkeeping
             log.warning("circuit breaker %s: could not write its counts; kept for the next write", self.key,
                         exc_info=True)
+        else:
+            database_outage.recovered(started)
         finally:
             if claimed:
                 self.local.end_write()

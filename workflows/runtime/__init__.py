@@ -37,6 +37,8 @@ from workflows.runtime.finishing import finish_groups, finish_step, finish_steps
 from workflows.runtime.instance_control import apply, cancel_instance, expire_instance, lock
 from workflows.runtime.leases import keeper
 from workflows.runtime.loop import (
+    claim_step_quietly,
+    claim_steps_quietly,
     finish_groups_reconnecting,
     finish_step_reconnecting,
     finish_steps_reconnecting,
@@ -58,7 +60,8 @@ from workflows.runtime.unit import UnitOfWork
 __all__ = [
     "activate", "add_commit_hook", "apply", "as_step_error", "budget_exceeded", "build_call", "cancel_instance",
     "check_payload", "child_kinds",
-    "Claim", "claim_step", "claim_steps", "client_key", "COMPENSATE_PREFIX", "compensation_node", "conf",
+    "Claim", "claim_step", "claim_step_quietly", "claim_steps", "claim_steps_quietly",
+    "client_key", "COMPENSATE_PREFIX", "compensation_node", "conf",
     "current_step",
     "engine_config",
     "expire_instance", "finish_groups", "finish_groups_reconnecting", "finish_step", "finish_step_reconnecting",

@@ -39,6 +39,17 @@ def run_step(step_id: int, worker: str, queue: str | None = None) -> int:
     return ran
 
 
+def claim_step_quietly(step_id: int, worker: str) -> Claim | None:
+    """claim_step, or None when the database fails the claim (logged once per episode; the step stays
+    queued and the reconciler dispatches it again): for consumers that claim outside run_step."""
+    return claiming(lambda: claim_step(step_id, worker), f"step {step_id}")
+
+
+def claim_steps_quietly(step_ids: list[int], worker: str) -> list[Claim]:
+    """claim_steps, or [] when the database fails the claim (as claim_step_quietly)."""
+    return claiming(lambda: claim_steps(step_ids, worker), f"steps {', '.join(map(str, step_ids))}") or []
+
+
 def run_steps(step_ids: list[int], worker: str) -> int:
     """A batch job: several queued steps of one instance (a fan-out's branches on one queue), run one
     after another and committed together under one instance lock. A step's failure or timeout is

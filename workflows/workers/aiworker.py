@@ -351,8 +351,10 @@ class AIConsumer:
         job.claim = None
         return ran
 
+    # A claim the database fails (away, or refusing writes) takes nothing: the steps stay queued for the
+    # reconciler, and the failure is logged once per episode with the workers' (runtime/loop.py).
     def _claim_all(self, step_ids: list[int]) -> asyncio.Future[list[runtime.Claim]]:
-        return self._in(self.db, runtime.claim_steps, step_ids, self.name)
+        return self._in(self.db, runtime.claim_steps_quietly, step_ids, self.name)
 
     async def _claim(self, job: _InFlight, step_id: int) -> runtime.Claim | None:
         if job.claims is not None:
@@ -364,7 +366,7 @@ class AIConsumer:
             else:
                 # Not among them: someone else has it, or it is no longer due (as claim_step says).
                 return next((claim for claim in claims if claim.step.pk == step_id), None)
-        return await self._in(self.db, runtime.claim_step, step_id, self.name)
+        return await self._in(self.db, runtime.claim_step_quietly, step_id, self.name)
 
     async def _attempt(self, job: _InFlight, claim: runtime.Claim) -> runtime.Outcome | None:
         """One attempt of a claimed step, as runtime.run_claimed runs it; None when the consumer is
