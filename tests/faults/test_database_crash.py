@@ -6,8 +6,9 @@ starts instances and workers run them:
 - its disk fills up: the data directory's (a small tmpfs) free space taken by a file for a few
   seconds, so writes that need new space fail with "No space left on device", then given back.
 
-The workers, the scheduler and the client reconnect or retry by themselves; every instance the client
-was told about, or retried under its key, finishes; nothing committed is lost or committed twice;
+The workers, the `ai` consumer, the scheduler, the web process (daphne: its pages and the live view's
+socket) and the client reconnect or retry by themselves; every instance the client was told about, or
+retried under its key, finishes; nothing committed is lost or committed twice;
 steps in flight are retried (their commit failed, or their lease expired) and their side effects,
 keyed, land once.
 
@@ -30,7 +31,9 @@ from django.db import connection
 
 from tests.conftest import ROOT
 from tests.faults.conftest import full_logs, record
+from tests.faults.live_watch import LiveWatch
 from tests.faults.pgcluster import PrivateCluster, bin_dir
+from tests.support.web import Web
 
 pytestmark = [pytest.mark.faults, pytest.mark.django_db(transaction=True)]
 
@@ -41,6 +44,7 @@ DOWN_S = 4.0
 SMALL_DISK_MB = 160  # the data directory (initdb + migrations: ~60 MB) on a tmpfs this size
 FULL_S = 5.0
 OUTCOMES = ("step_succeeded", "step_failed", "compensation_succeeded")
+OPERATOR, PASSWORD = "operator", "crash-test-password-1"
 
 
 @pytest.fixture
@@ -77,13 +81,56 @@ def completed(cluster: PrivateCluster) -> int:
 
 
 def run_episode(cluster: PrivateCluster, processes: Any, sink: Any, worker_env: dict[str, str],
-                fault: Callable[[], None]) -> dict[str, Any]:
-    """Start the workload, run `fault` (it returns when the fault is over) once a quarter of the
-    instances completed, wait for every instance to settle, check, and return the figures."""
+                fault: Callable[[], None], tmp_path: Any) -> dict[str, Any]:
+    """Start the workload and the web process, run `fault` (it returns when the fault is over) once a
+    quarter of the instances completed, wait for every instance to settle, check, and return the figures."""
     env = {**worker_env, "DATABASE_URL": cluster.url("steadyflow")}
-    migrate = subprocess.run([sys.executable, "manage.py", "migrate", "--noinput"], cwd=ROOT, env=env,
-                             capture_output=True, text=True, timeout=600)
-    assert migrate.returncode == 0, migrate.stdout[-2000:] + migrate.stderr[-2000:]
+    for command in (["migrate", "--noinput"],
+                    ["createsuperuser", "--noinput", "--username", OPERATOR, "--email", "op@example.com"]):
+        done = subprocess.run([sys.executable, "manage.py", *command], cwd=ROOT, capture_output=True, text=True,
+                              env={**env, "DJANGO_SUPERUSER_PASSWORD": PASSWORD}, timeout=600)
+        assert done.returncode == 0, done.stdout[-2000:] + done.stderr[-2000:]
+    web = Web(env, tmp_path / "daphne.log")
+    try:
+        return episode(cluster, processes, sink, env, fault, web)
+    finally:
+        web.stop()
+
+
+def episode(cluster: PrivateCluster, processes: Any, sink: Any, env: dict[str, str], fault: Callable[[], None],
+            web: Web) -> dict[str, Any]:
+    browser = web.login(OPERATOR, PASSWORD)
+    # The dashboard page's socket, open throughout: its change notices must carry on after the fault.
+    watch = LiveWatch(web.url, dict(browser.cookies))
+    try:
+        def page_answers() -> bool:
+            try:
+                return browser.get("/instances/", timeout=2).status_code == 200
+            except Exception:  # noqa: BLE001 - the page is failing while the database is away
+                return False
+
+        assert page_answers()
+        figures = workload(cluster, processes, sink, env, fault, page_answers)
+        back_at = figures.pop("back_at")
+        assert web.proc.poll() is None, "the web process died instead of reconnecting"
+        # Pages answer again from the same process, and the dashboard's figures show every instance.
+        page = browser.get("/instances/")
+        assert page.status_code == 200, page.status_code
+        stats = browser.get("/api/dashboard").json()
+        assert "completed" in str(stats), stats
+        # The live view carried on: change notices after the fault (on the same socket, or after the page's
+        # reconnection if the server closed it).
+        notices = watch.after(back_at, "changes")
+        assert notices, f"no live change notice after the fault ({len(watch.messages)} before it)"
+        figures.update(web_answered_after_s=figures.pop("web_back_s"), live_notices_after=len(notices),
+                       live_reconnects=len(watch.connects) - 1)
+        return figures
+    finally:
+        watch.stop()
+
+
+def workload(cluster: PrivateCluster, processes: Any, sink: Any, env: dict[str, str],
+             fault: Callable[[], None], page_answers: Callable[[], bool]) -> dict[str, Any]:
     for _ in range(2):
         processes.worker("default", env=env)
     processes.worker("ai", env=env)
@@ -101,6 +148,7 @@ def run_episode(cluster: PrivateCluster, processes: Any, sink: Any, worker_env: 
     crashed_at = time.monotonic()
     fault()
     back_at = time.monotonic()
+    web_back_s = None
     first_after = None
     # Every instance settles: the client has started them all and each completed.
     settled_at = None
@@ -108,6 +156,8 @@ def run_episode(cluster: PrivateCluster, processes: Any, sink: Any, worker_env: 
         done = completed(cluster)
         if first_after is None and done > done_before:
             first_after = time.monotonic() - back_at
+        if web_back_s is None and page_answers():
+            web_back_s = round(time.monotonic() - back_at, 1)
         if client.poll() == 0 and done == COUNT:
             settled_at = time.monotonic()
             break
@@ -165,23 +215,24 @@ def run_episode(cluster: PrivateCluster, processes: Any, sink: Any, worker_env: 
                 writes_back_lines=logs.count("the database accepts writes again"),
                 job_tracebacks=logs.count("Traceback"),
                 first_completion_after_s=None if first_after is None else round(first_after, 1),
-                settle_s=round(settled_at - back_at, 1), load=round(os.getloadavg()[0], 1), logs=logs)
+                settle_s=round(settled_at - back_at, 1), load=round(os.getloadavg()[0], 1), logs=logs,
+                back_at=back_at, web_back_s=web_back_s)
 
 
-def test_postgres_immediate_stop_and_restart_under_load(cluster, processes, sink, worker_env):
+def test_postgres_immediate_stop_and_restart_under_load(cluster, processes, sink, worker_env, tmp_path):
     def crash() -> None:
         cluster.crash()
         time.sleep(DOWN_S)
         cluster.start()
 
-    figures = run_episode(cluster, processes, sink, worker_env, crash)
+    figures = run_episode(cluster, processes, sink, worker_env, crash, tmp_path)
     assert "database system was not properly shut down; automatic recovery in progress" in cluster.server_log()
     figures.pop("logs")
     record("PostgreSQL stopped -m immediate and restarted", **figures)
 
 
 @pytest.mark.parametrize("cluster", [SMALL_DISK_MB], indirect=True, ids=["small-disk"])
-def test_disk_full_for_a_few_seconds_under_load(cluster, processes, sink, worker_env):
+def test_disk_full_for_a_few_seconds_under_load(cluster, processes, sink, worker_env, tmp_path):
     """The database refuses writes that need space (ENOSPC) for FULL_S; writes then succeed again."""
     taken: list[int] = []
 
@@ -190,7 +241,7 @@ def test_disk_full_for_a_few_seconds_under_load(cluster, processes, sink, worker
         time.sleep(FULL_S)
         cluster.free_disk()
 
-    figures = run_episode(cluster, processes, sink, worker_env, fill)
+    figures = run_episode(cluster, processes, sink, worker_env, fill, tmp_path)
     logs = figures.pop("logs")
     server = cluster.server_log()
     refused = server.count("No space left on device")

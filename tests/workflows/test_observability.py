@@ -5,12 +5,7 @@ JSON log lines (docs/operating.md, Observability)."""
 from __future__ import annotations
 
 import json
-import os
 import re
-import signal
-import socket
-import subprocess
-import sys
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -20,8 +15,8 @@ import pytest
 from django.core.management import call_command
 
 import tests.workflows.functions  # noqa: F401 - registers tests.* functions in this process
-from tests.conftest import ROOT, chain, wait_for, wait_for_status
-from tests.support.forkserver import python_popen
+from tests.conftest import chain, wait_for, wait_for_status
+from tests.support.web import Web
 from tests.workflows.functions import EXTRA_FUNCTIONS_ENV
 from tests.workflows.support import py
 from workflows import runtime
@@ -29,35 +24,6 @@ from workflows.authoring.definitions import save_version
 from workflows.models import StepRun, WorkflowDefinition
 
 TOKEN = "metrics-test-token-of-24-chars-or-more"
-
-
-class Web:
-    """daphne serving the application against the test database, on a free port."""
-
-    def __init__(self, env: dict[str, str], log: Path) -> None:
-        with socket.socket() as sock:
-            sock.bind(("127.0.0.1", 0))
-            self.port = sock.getsockname()[1]
-        self.url = f"http://127.0.0.1:{self.port}"
-        self.log = log
-        self.proc = python_popen(
-            [sys.executable, "-m", "daphne", "-v", "0", "-b", "127.0.0.1", "-p", str(self.port),
-             "dashboard.asgi:application"],
-            cwd=ROOT, env=env, stdout=open(log, "wb"), stderr=subprocess.STDOUT, start_new_session=True)
-
-        def up() -> bool:
-            assert self.proc.poll() is None, f"daphne exited: {log.read_text()}"
-            try:
-                return httpx.get(self.url + "/healthz", timeout=1).status_code == 200
-            except httpx.HTTPError:
-                return False
-
-        wait_for(up, 30, message="daphne")
-
-    def stop(self) -> None:
-        if self.proc.poll() is None:
-            os.killpg(self.proc.pid, signal.SIGTERM)
-            self.proc.wait(timeout=10)
 
 
 @pytest.fixture
