@@ -94,7 +94,9 @@ class WorkflowVersion(models.Model):
 class WorkflowInstance(models.Model):
     version = models.ForeignKey(WorkflowVersion, on_delete=models.PROTECT, related_name="instances")
     status = models.CharField(max_length=16, choices=status_choices(InstanceStatus),
-                              default=InstanceStatus.PENDING.value, db_index=True)
+                              default=InstanceStatus.PENDING.value)
+    # No index of its own on status (nor its varchar_pattern_ops twin): instance_status_deadline leads with
+    # it. Each was one more entry per INSERT and status-changing UPDATE (migration 0023).
     input = models.JSONField(default=dict)
     # The current context is not this column: it is the newest snapshot (Checkpoint) plus the state
     # deltas after it (StateDelta); reading `instance.context` on a loaded instance rebuilds it
