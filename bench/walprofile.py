@@ -83,11 +83,19 @@ def decode(cur: Any, start: str, end: str) -> dict[str, Any] | None:
     names = _names(cur)
     proc = subprocess.run([tool, "-p", str(pgdata / "pg_wal"), "-s", start, "-e", end],
                           capture_output=True, text=True, check=False)
+    result = attribute(proc.stdout.splitlines(), db_oid, names)
+    result["errors"] = proc.stderr.strip().splitlines()[-1:] if proc.returncode else []
+    return result
+
+
+def attribute(lines: list[str], db_oid: str, names: dict[int, str]) -> dict[str, Any]:
+    """pg_waldump's record lines → bytes and records by relation (its first block's) and by kind, for the
+    database `db_oid`, plus the block-less records (commits) of the transactions that wrote to it."""
     by_rel: dict[str, list[int]] = defaultdict(lambda: [0, 0, 0, 0])  # records, bytes, FPIs, FPI record bytes
     by_kind: dict[str, list[int]] = defaultdict(lambda: [0, 0])
     ours: set[str] = set()
     pending: list[tuple[str, str, int]] = []  # records without a block of this db: (tx, kind, bytes)
-    for line in proc.stdout.splitlines():
+    for line in lines:
         match = RECORD.search(line)
         if not match:
             continue
@@ -100,7 +108,8 @@ def decode(cur: Any, start: str, end: str) -> dict[str, Any] | None:
             continue
         if block.group(2) != db_oid:
             continue
-        ours.add(tx)
+        if tx != "0":  # 0: no transaction (pruning, vacuum); its block-less records are not ours
+            ours.add(tx)
         rel = names.get(int(block.group(3)), f"relfilenode {block.group(3)}")
         entry = by_rel[rel]
         entry[0] += 1
@@ -117,8 +126,7 @@ def decode(cur: Any, start: str, end: str) -> dict[str, Any] | None:
             entry[1] += size
             by_kind[kind][0] += 1
             by_kind[kind][1] += size
-    return {"by_rel": dict(by_rel), "by_kind": dict(by_kind), "transactions": len(ours),
-            "errors": proc.stderr.strip().splitlines()[-1:] if proc.returncode else []}
+    return {"by_rel": dict(by_rel), "by_kind": dict(by_kind), "transactions": len(ours)}
 
 
 def report(before: dict[str, Any], after: dict[str, Any], decoded: dict[str, Any] | None, steps: int,
