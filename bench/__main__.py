@@ -79,6 +79,9 @@ def parse_args(argv: list[str]) -> argparse.Namespace:
     parser.add_argument("--pg-options", default="",
                         help="extra PostgreSQL connection OPTIONS (JSON) for every process, to measure a "
                              "proposal, e.g. '{\"server_side_binding\": true, \"prepare_threshold\": 5}'")
+    parser.add_argument("--setup-sql", default="",
+                        help="SQL run on the throwaway database after migrating it, to measure a schema "
+                             "proposal without a migration, e.g. 'ALTER TABLE workflows_event DROP CONSTRAINT ...'")
     args = parser.parse_args(argv)
     if args.pg_options:
         try:
@@ -133,6 +136,9 @@ def main(argv: list[str]) -> int:
         note(f"database: {db.kind} ({redact(db.url)}), redis: {redis_url}, logs: {tmpdir}"
              + (f", connection OPTIONS +{args.pg_options}" if args.pg_options else ""))
         db.migrate(env)
+        if args.setup_sql:
+            db.execute(args.setup_sql)
+            note(f"setup SQL: {args.setup_sql}")
         # This process too: Django must read the throwaway DATABASE_URL, never the developer's.
         os.environ.update(env)
         sys.path.insert(0, str(ROOT))

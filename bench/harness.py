@@ -91,6 +91,19 @@ class BenchDatabase:
     def migrate(self, env: dict[str, str]) -> None:
         subprocess.run([PY, "manage.py", "migrate", "--noinput", "-v", "0"], cwd=ROOT, env=env, check=True)
 
+    def execute(self, sql: str) -> None:
+        """Run SQL on the migrated database (`--setup-sql`: a schema proposal measured without a migration)."""
+        if self.kind == "postgresql":
+            import psycopg
+
+            with psycopg.connect(self.url, autocommit=True) as conn:
+                conn.execute(sql.encode())
+        else:
+            import sqlite3
+
+            with sqlite3.connect(urlsplit(self.url).path) as conn:
+                conn.executescript(sql)
+
 
 def redact(url: str) -> str:
     """A database URL fit for a log line: the password, if any, masked."""

@@ -9,9 +9,11 @@ image) is counted the same way in every run.
 
 from __future__ import annotations
 
+import time
 from pathlib import Path
 from typing import Any
 
+from bench import walprofile
 from bench.harness import note
 
 
@@ -51,6 +53,9 @@ class WalMeter:
                     note(f"CHECKPOINT refused ({exc}): WAL figures include full-page images")
                 cur.execute("SELECT pg_current_wal_lsn()")
                 self.lsn = cur.fetchone()[0]
+                if walprofile.enabled():
+                    time.sleep(11)  # an idle backend flushes its statistics within 10 s (PostgreSQL 15)
+                    self.counters = walprofile.counters(cur)
         else:
             self.files = _sqlite_files()
             self.size = _file_bytes(self.files)
@@ -61,14 +66,22 @@ class WalMeter:
 
         if self.vendor == "postgresql":
             with connection.cursor() as cur:
-                cur.execute("SELECT pg_wal_lsn_diff(pg_current_wal_lsn(), %s)", [self.lsn])
-                self.wal_bytes = int(cur.fetchone()[0])
+                cur.execute("SELECT pg_wal_lsn_diff(pg_current_wal_lsn(), %s), pg_current_wal_lsn()", [self.lsn])
+                wal_bytes, self.end_lsn = cur.fetchone()
+                self.wal_bytes = int(wal_bytes)
+                if walprofile.enabled():
+                    # Decoded first: another session's checkpoint may recycle the segments.
+                    decoded = walprofile.decode(cur, str(self.lsn), str(self.end_lsn))
+                    time.sleep(11)
+                    self.profile = (self.counters, walprofile.counters(cur), decoded)
         else:
             self.file_growth = _file_bytes(self.files) - self.size
 
     def per_step(self, steps: int) -> dict[str, Any]:
         """`wal_bytes_per_step` (null on SQLite) and, on SQLite, `db_file_growth_per_step`."""
         if self.vendor == "postgresql":
+            if walprofile.enabled() and steps:
+                walprofile.report(*self.profile, steps, self.wal_bytes or 0)
             return {"wal_bytes_per_step": round((self.wal_bytes or 0) / steps)}
         return {"wal_bytes_per_step": None, "db_file_growth_per_step": round((self.file_growth or 0) / steps)}
 

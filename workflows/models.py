@@ -94,7 +94,9 @@ class WorkflowVersion(models.Model):
 class WorkflowInstance(models.Model):
     version = models.ForeignKey(WorkflowVersion, on_delete=models.PROTECT, related_name="instances")
     status = models.CharField(max_length=16, choices=status_choices(InstanceStatus),
-                              default=InstanceStatus.PENDING.value, db_index=True)
+                              default=InstanceStatus.PENDING.value)
+    # No index of its own on status (nor its varchar_pattern_ops twin): instance_status_deadline leads with
+    # it. Each was one more entry per INSERT and status-changing UPDATE (migration 0023).
     input = models.JSONField(default=dict)
     # The current context is not this column: it is the newest snapshot (Checkpoint) plus the state
     # deltas after it (StateDelta); reading `instance.context` on a loaded instance rebuilds it
@@ -265,7 +267,13 @@ class Event(models.Model):
     seq = models.PositiveIntegerField()
     type = models.CharField(max_length=40)
     node_id = models.CharField(max_length=64, blank=True)
-    step = models.ForeignKey(StepRun, null=True, blank=True, on_delete=models.SET_NULL, related_name="+")
+    # The step the event is about, always one of the same instance's: the two are written in one transaction
+    # and deleted together (retention deletes an instance's events before its steps), so the column has no
+    # foreign key constraint and no index of its own (nothing looks events up by step). Each cost every event
+    # a btree entry, a trigger query at COMMIT and a row lock (a WAL record) on its step: ~310 of a W1
+    # step's ~3,580 WAL bytes (migration 0022).
+    step = models.ForeignKey(StepRun, null=True, blank=True, on_delete=models.DO_NOTHING, related_name="+",
+                             db_constraint=False, db_index=False)
     payload = models.JSONField(default=dict)
     # No trace id of its own: it is the instance's (a copy on every row was 56 bytes per event, never read).
     created_at = models.DateTimeField(default=timezone.now)
