@@ -25,7 +25,7 @@ RUNTIME_FACADE = frozenset({"workflows.runtime", "workflows.runtime.observe"})
 # of the leaves named in GROUP_OF.
 LAYERS: tuple[tuple[str, ...], ...] = (
     ("workflows", "dashboard"),  # the packages' own __init__.py: empty, and to stay so
-    ("workflows.engine",),
+    ("workflows.engine", "workflows.episodes"),
     ("workflows.credentials.crypto", "workflows.credentials.rules", "workflows.db_threads", "workflows.live",
      "workflows.checks", "workflows.clock", "workflows.database_outage",
      "workflows.roles", "workflows.examples", "workflows.workers.dispatch"),
