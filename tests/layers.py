@@ -41,7 +41,7 @@ LAYERS: tuple[tuple[str, ...], ...] = (
     ("workflows.scheduler",),
     ("workflows.operators",),
     ("workflows.admin", "workflows.management", "workflows.apps"),
-    ("dashboard.env", "dashboard.models", "dashboard.templatetags"),
+    ("dashboard.env", "dashboard.models", "dashboard.templatetags", "dashboard.database_away"),
     ("dashboard.security",),
     ("dashboard.api.http",),
     ("dashboard.api.shapes",),  # the JSON shapes both APIs answer with (and the graph diff)
