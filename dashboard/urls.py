@@ -1,10 +1,13 @@
+import sys
+
 from django.conf import settings
 from django.contrib import admin
 from django.contrib.auth import views as auth_views
 from django.contrib.staticfiles.urls import staticfiles_urlpatterns
 from django.http import HttpRequest, HttpResponse
+from django.template import loader
 from django.urls import path
-from django.views.defaults import page_not_found
+from django.views.defaults import page_not_found, server_error
 from django.views.generic import RedirectView
 
 from dashboard.api import core as api
@@ -21,7 +24,9 @@ from dashboard.api import (
     review_bulk,
     v1,
 )
+from dashboard.api.http import error as api_error
 from dashboard.api.metrics_view import metrics_view
+from dashboard.database_away import DATABASE_AWAY_ERRORS, database_away
 from dashboard.pages import (
     credential_views,
     editor,
@@ -134,3 +139,27 @@ def handler404(request: HttpRequest, exception: Exception) -> HttpResponse:
     if request.path.startswith("/api/"):
         return api.not_found(request)
     return page_not_found(request, exception)
+
+
+# How long a client is told to wait before trying again while the database is away.
+DATABASE_AWAY_RETRY_AFTER_S = 5
+
+
+def handler500(request: HttpRequest) -> HttpResponse:
+    """An uncaught exception. When the database is away (crashed, restarting, refusing connections,
+    out of disk: Django's OperationalError or InterfaceError), say so with a 503 and Retry-After rather
+    than a bare 500: the web process stays up and the page works again as soon as the database is
+    back (docs/guarantees-faults.md). Nothing here may read the database: the page is rendered
+    without the request's context (no user, no session)."""
+    exc = sys.exc_info()[1]
+    if exc is None or not isinstance(exc, DATABASE_AWAY_ERRORS):
+        return server_error(request)
+    database_away.failed(exc)  # once per episode (dashboard/database_away.py), not a traceback per request
+    message = "The database is not answering; this page works again as soon as it is back."
+    if request.path.startswith("/api/"):
+        response: HttpResponse = api_error(503, message)
+    else:
+        response = HttpResponse(loader.get_template("503.html").render({"message": message}), status=503)
+    response["Retry-After"] = str(DATABASE_AWAY_RETRY_AFTER_S)
+    response._has_been_logged = True  # Django's own mark: its log_response then skips this response
+    return response

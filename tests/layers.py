@@ -25,7 +25,7 @@ RUNTIME_FACADE = frozenset({"workflows.runtime", "workflows.runtime.observe"})
 # of the leaves named in GROUP_OF.
 LAYERS: tuple[tuple[str, ...], ...] = (
     ("workflows", "dashboard"),  # the packages' own __init__.py: empty, and to stay so
-    ("workflows.engine",),
+    ("workflows.engine", "workflows.episodes"),
     ("workflows.credentials.crypto", "workflows.credentials.rules", "workflows.db_threads", "workflows.live",
      "workflows.checks", "workflows.clock", "workflows.database_outage",
      "workflows.roles", "workflows.examples", "workflows.workers.dispatch"),
@@ -41,7 +41,7 @@ LAYERS: tuple[tuple[str, ...], ...] = (
     ("workflows.scheduler",),
     ("workflows.operators",),
     ("workflows.admin", "workflows.management", "workflows.apps"),
-    ("dashboard.env", "dashboard.models", "dashboard.templatetags"),
+    ("dashboard.env", "dashboard.models", "dashboard.templatetags", "dashboard.database_away"),
     ("dashboard.security",),
     ("dashboard.api.http",),
     ("dashboard.api.shapes",),  # the JSON shapes both APIs answer with (and the graph diff)

@@ -13,10 +13,14 @@ from typing import Any
 from asgiref.sync import iscoroutinefunction, markcoroutinefunction
 from django.http import HttpRequest, HttpResponseBase
 
+from dashboard.database_away import database_away
+
 log = logging.getLogger("steadyflow.access")
 
 
-def _log(request: HttpRequest, response: HttpResponseBase, started: float) -> None:
+def _log(request: HttpRequest, response: HttpResponseBase, started: float, began: float) -> None:
+    if database_away.down and response.status_code != 503:
+        database_away.answered(began)  # the first request begun after the database came back
     if log.isEnabledFor(logging.INFO):
         log.info("%s %s %s", request.method, request.path, response.status_code,
                  extra={"method": request.method, "path": request.path, "status": response.status_code,
@@ -39,14 +43,14 @@ class AccessLogMiddleware:
     def __call__(self, request: HttpRequest) -> Any:
         if self.is_async:
             return self._acall(request)
-        started = time.perf_counter()
+        started, began = time.perf_counter(), time.monotonic()
         response = self.get_response(request)
-        _log(request, response, started)
+        _log(request, response, started, began)
         return response
 
     async def _acall(self, request: HttpRequest) -> HttpResponseBase:
-        started = time.perf_counter()
+        started, began = time.perf_counter(), time.monotonic()
         awaitable: Awaitable[HttpResponseBase] = self.get_response(request)
         response = await awaitable
-        _log(request, response, started)
+        _log(request, response, started, began)
         return response

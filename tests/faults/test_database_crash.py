@@ -21,6 +21,7 @@ from __future__ import annotations
 import os
 import subprocess
 import sys
+import threading
 import time
 from collections import Counter
 from collections.abc import Callable
@@ -110,7 +111,29 @@ def episode(cluster: PrivateCluster, processes: Any, sink: Any, env: dict[str, s
                 return False
 
         assert page_answers()
-        figures = workload(cluster, processes, sink, env, fault, page_answers)
+        # While the database is away a page says so (503, dashboard/urls.py handler500), never a bare 500.
+        during: list[int] = []
+
+        def fault_with_a_page_open() -> None:
+            stop = threading.Event()
+
+            def look() -> None:
+                while not stop.wait(0.5):
+                    try:
+                        during.append(browser.get("/instances/", timeout=2).status_code)
+                    except Exception:  # noqa: BLE001 - no answer within 2 s
+                        during.append(0)
+
+            looker = threading.Thread(target=look, daemon=True)
+            looker.start()
+            try:
+                fault()
+            finally:
+                stop.set()
+                looker.join()
+
+        figures = workload(cluster, processes, sink, env, fault_with_a_page_open, page_answers)
+        assert during and 500 not in during, during
         back_at = figures.pop("back_at")
         assert web.proc.poll() is None, "the web process died instead of reconnecting"
         # Pages answer again from the same process, and the dashboard's figures show every instance.
@@ -122,8 +145,8 @@ def episode(cluster: PrivateCluster, processes: Any, sink: Any, env: dict[str, s
         # reconnection if the server closed it).
         notices = watch.after(back_at, "changes")
         assert notices, f"no live change notice after the fault ({len(watch.messages)} before it)"
-        figures.update(web_answered_after_s=figures.pop("web_back_s"), live_notices_after=len(notices),
-                       live_reconnects=len(watch.connects) - 1)
+        figures.update(pages_during_fault=dict(Counter(during)), web_answered_after_s=figures.pop("web_back_s"),
+                       live_notices_after=len(notices), live_reconnects=len(watch.connects) - 1)
         return figures
     finally:
         watch.stop()
@@ -227,6 +250,7 @@ def test_postgres_immediate_stop_and_restart_under_load(cluster, processes, sink
 
     figures = run_episode(cluster, processes, sink, worker_env, crash, tmp_path)
     assert "database system was not properly shut down; automatic recovery in progress" in cluster.server_log()
+    assert figures["pages_during_fault"].get(503), f"no page said the database was away: {figures}"
     figures.pop("logs")
     record("PostgreSQL stopped -m immediate and restarted", **figures)
 

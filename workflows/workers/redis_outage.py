@@ -12,12 +12,13 @@ again (with how long it lasted), whatever the number of retries and threads in b
 from __future__ import annotations
 
 import logging
-import threading
 import time
 from collections.abc import Callable
 from typing import TypeVar
 
 import redis
+
+from workflows.episodes import Episodes
 
 T = TypeVar("T")
 
@@ -46,31 +47,14 @@ class Backoff:
         self.delay = self.first
 
 
-class Outage:
-    """The state of one process's link to Redis, logged once per outage. Thread-safe."""
-
-    def __init__(self, logger: logging.Logger, who: str) -> None:
-        self.log = logger
-        self.who = who
-        self._lock = threading.Lock()
-        self._since: float | None = None
-        self._failures = 0
-        self.outages = 0  # how many began (tests and diagnostics)
-
-    @property
-    def down(self) -> bool:
-        with self._lock:
-            return self._since is not None
+class Outage(Episodes):
+    """The state of one process's link to Redis, logged once per outage (the bookkeeping is
+    workflows/episodes.py, shared with the database's episodes). Thread-safe."""
 
     def failed(self, exc: BaseException) -> bool:
         """Record a failed Redis call; True when it begins an outage (and was logged)."""
-        with self._lock:
-            self._failures += 1
-            if self._since is not None:
-                return False
-            self._since = time.monotonic()
-            self._failures = 1
-            self.outages += 1
+        if not self.begin():
+            return False
         self.log.warning("%s: Redis unreachable (%s); retrying with backoff up to %g s until it is back",
                          self.who, exc, MAX_BACKOFF_S)
         return True
@@ -79,16 +63,11 @@ class Outage:
         """Record a successful Redis call (begun at `call_started`, time.monotonic()); True when it
         ends an outage (and was logged). A call begun before the outage was first noticed (in
         another thread) proves nothing and is ignored."""
-        with self._lock:
-            if self._since is None:
-                return False
-            if call_started is not None and call_started < self._since:
-                return False
-            lasted = time.monotonic() - self._since
-            failures = self._failures
-            self._since = None
-        self.log.warning("%s: Redis reachable again after %.1f s (%d failed attempt(s))", self.who, lasted,
-                         failures)
+        ended = self.end(call_started)
+        if ended is None:
+            return False
+        self.log.warning("%s: Redis reachable again after %.1f s (%d failed attempt(s))", self.who,
+                         ended.lasted_s, ended.failures)
         return True
 
 

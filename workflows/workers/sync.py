@@ -88,12 +88,12 @@ class _RidesOutRedisOutages:
     def _until_reachable(self, fn: Callable[[], T]) -> T:
         if self.is_horse:  # a forked work horse reports its errors to its worker as usual
             return fn()
-        began, was_down = self.outage.outages, self.outage.down
+        began, was_down = self.outage.episodes, self.outage.down
         try:
             result = until_reachable(fn, self.outage, lambda: self._stopping)
         except Stopped:
             raise StopRequested() from None
-        if was_down or self.outage.outages != began:
+        if was_down or self.outage.episodes != began:
             self._register_again()
         return result
 

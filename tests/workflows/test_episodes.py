@@ -1,0 +1,59 @@
+"""The episode log that the Redis outages (workers/redis_outage.py) and the database's failing writes
+(database_outage.py) share (workflows/episodes.py): one warning when an episode begins, one when it
+ends, whatever the number of failed calls and threads in between."""
+
+from __future__ import annotations
+
+import logging
+import threading
+import time
+
+import pytest
+import redis
+
+from workflows.database_outage import DatabaseOutage
+from workflows.episodes import Episodes
+from workflows.workers.redis_outage import Outage
+
+
+def warnings(caplog: pytest.LogCaptureFixture) -> list[str]:
+    return [r.getMessage() for r in caplog.records if r.levelno >= logging.WARNING]
+
+
+def test_both_logs_are_the_shared_episodes() -> None:
+    assert issubclass(Outage, Episodes) and issubclass(DatabaseOutage, Episodes)
+
+
+def test_many_threads_failing_make_one_episode_and_two_lines(caplog: pytest.LogCaptureFixture) -> None:
+    caplog.set_level(logging.DEBUG)
+    db = DatabaseOutage(logging.getLogger("test.episodes"), "worker")
+    rd = Outage(logging.getLogger("test.episodes"), "worker")
+
+    def fail() -> None:
+        for _ in range(50):
+            db.failed("step 1: committing its outcome", OSError("No space left on device"), "retrying")
+            rd.failed(redis.ConnectionError("refused"))
+
+    threads = [threading.Thread(target=fail) for _ in range(8)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert db.down and rd.down and db.episodes == rd.episodes == 1
+    assert db.recovered(time.monotonic()) and rd.recovered(time.monotonic())
+    assert not db.recovered() and not rd.recovered()  # nothing to end any more
+    lines = warnings(caplog)
+    assert len(lines) == 4, lines
+    assert "No space left on device" in lines[0] and "Redis unreachable" in lines[1]
+    assert "accepts writes again" in lines[2] and "(400 failed attempt(s))" in lines[2]
+    assert "Redis reachable again" in lines[3] and "(400 failed attempt(s))" in lines[3]
+
+
+def test_a_call_begun_before_the_episode_does_not_end_it() -> None:
+    episodes = Episodes(logging.getLogger("test.episodes"), "scheduler")
+    before = time.monotonic()
+    assert episodes.begin() and not episodes.begin()
+    assert episodes.end(before) is None and episodes.down
+    ended = episodes.end(time.monotonic())
+    assert ended is not None and ended.failures == 2 and ended.lasted_s >= 0 and not episodes.down
+    assert episodes.begin() and episodes.episodes == 2  # a new episode counts afresh
