@@ -14,6 +14,7 @@ from workflows.episodes import Episodes
 # What Django raises when the database is away: the connection refused or dropped, the server starting
 # up or shutting down, no space left (all psycopg OperationalErrors), a connection already closed.
 DATABASE_AWAY_ERRORS: tuple[type[Exception], ...] = (OperationalError, InterfaceError)
+RETRY_AFTER_S = 5  # what a 503 tells clients to wait before trying again
 
 
 class DatabaseAway(Episodes):

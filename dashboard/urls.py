@@ -26,7 +26,7 @@ from dashboard.api import (
 )
 from dashboard.api.http import error as api_error
 from dashboard.api.metrics_view import metrics_view
-from dashboard.database_away import DATABASE_AWAY_ERRORS, database_away
+from dashboard.database_away import DATABASE_AWAY_ERRORS, RETRY_AFTER_S, database_away
 from dashboard.pages import (
     credential_views,
     editor,
@@ -142,7 +142,6 @@ def handler404(request: HttpRequest, exception: Exception) -> HttpResponse:
 
 
 # How long a client is told to wait before trying again while the database is away.
-DATABASE_AWAY_RETRY_AFTER_S = 5
 
 
 def handler500(request: HttpRequest) -> HttpResponse:
@@ -160,6 +159,6 @@ def handler500(request: HttpRequest) -> HttpResponse:
         response: HttpResponse = api_error(503, message)
     else:
         response = HttpResponse(loader.get_template("503.html").render({"message": message}), status=503)
-    response["Retry-After"] = str(DATABASE_AWAY_RETRY_AFTER_S)
+    response["Retry-After"] = str(RETRY_AFTER_S)
     response._has_been_logged = True  # Django's own mark: its log_response then skips this response
     return response

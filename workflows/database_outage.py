@@ -7,11 +7,39 @@ later ones only at debug, and the first success after them says how long it last
 
 from __future__ import annotations
 
+import logging
+import threading
+
 from workflows.episodes import Episodes
+
+
+class CommitAbandoned(Exception):
+    """A step's outcome the database refused for half a lease: given up, so its lease takes the step back
+    once the database accepts writes again. Not a failure of the job that ran it (logged once per episode)."""
 
 
 class DatabaseOutage(Episodes):
     """A process's episodes of failing database writes (the bookkeeping is workflows/episodes.py)."""
+
+    def __init__(self, logger: logging.Logger, who: str) -> None:
+        super().__init__(logger, who)
+        self._given_up_lock = threading.Lock()
+        self._given_up_in = 0  # the episode whose first abandoned outcome was logged
+        self.given_up = 0  # outcomes abandoned to their leases (tests and diagnostics)
+
+    def gave_up(self, what: str, after_s: float, exc: BaseException) -> None:
+        """Record an outcome abandoned after `after_s` of failed commits. The first of an episode is logged
+        as a warning; the others only at debug (before: a warning and a job traceback per step in flight)."""
+        with self._given_up_lock:
+            self.given_up += 1
+            first = self._given_up_in != self.episodes
+            self._given_up_in = self.episodes
+        if not first:
+            self.log.debug("%s: gave up committing its outcome too (%s)", what, exc)
+            return
+        self.log.warning("%s: gave up committing its outcome after %.1f s (%s: %s); its lease takes it back once "
+                         "the database accepts writes again (further outcomes given up in this episode are not "
+                         "logged one by one)", what, after_s, type(exc).__name__, str(exc).strip())
 
     def failed(self, what: str, exc: BaseException, then: str) -> bool:
         """Record a failed database call; True when it begins an episode (logged as a warning)."""

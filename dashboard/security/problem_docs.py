@@ -24,6 +24,7 @@ KINDS: dict[int, tuple[str, str]] = {
     422: ("validation", "Invalid request"),
     429: ("rate-limited", "Too many requests"),
     500: ("internal", "Internal error"),
+    503: ("unavailable", "Service unavailable"),
 }
 
 

@@ -63,3 +63,26 @@ def test_other_failures_stay_a_500(logged_in: Client) -> None:
     with connection.execute_wrapper(broken):
         response = logged_in.get("/")
     assert response.status_code == 500
+
+
+def test_the_v1_api_says_so_as_a_problem_document(db: None, settings: Any, caplog: pytest.LogCaptureFixture) -> None:
+    """django-ninja answers the v1 API's errors itself (dashboard/api/v1/problems.py): the database away
+    is a 503 problem document with Retry-After there too, logged once per episode (before: 500, "internal
+    error", a traceback per request)."""
+    from dashboard.security import tokens
+
+    settings.DEBUG = False
+    ensure_roles()
+    user = User.objects.create_user("vic")
+    user.groups.add(Group.objects.get(name="viewers"))
+    token = tokens.issue(user, "test", ["read"]).plaintext
+    client = Client(raise_request_exception=False, HTTP_AUTHORIZATION=f"Bearer {token}")
+    assert client.get("/api/v1/instances").status_code == 200
+    caplog.set_level(logging.INFO)
+    with connection.execute_wrapper(refuse):
+        responses = [client.get("/api/v1/instances") for _ in range(3)]
+    assert [r.status_code for r in responses] == [503] * 3, [r.content[:200] for r in responses]
+    body = responses[0].json()
+    assert body["type"] == "urn:steadyflow:problem:unavailable" and "database" in body["detail"], body
+    assert responses[0]["Retry-After"] == "5"
+    assert not any(r.exc_info for r in caplog.records)

@@ -221,9 +221,11 @@ def workload(cluster: PrivateCluster, processes: Any, sink: Any, env: dict[str, 
     assert all(sink.effects[key] == 1 for key in deliveries)
     assert all(deliveries[key] <= attempts[key] for key in deliveries)
     retried = sum(1 for s in work if s[2] > 1)
-    # Logged once per episode and process, not per step or tick (before: ~60 job tracebacks a run);
-    # a step in flight whose commit gave up still fails its job (a few per run).
-    assert logs.count("Traceback") <= 10, "\n".join(line[:600] for line in logs.splitlines() if "Traceback" in line)
+    # Logged once per episode and process, not per step or tick (before: ~60 job tracebacks a run; then a
+    # job traceback per step in flight whose commit gave up: 4-16 a run, more under load). Now a step given
+    # up to its lease ends its job quietly, the first of each episode and process saying so.
+    assert logs.count("Traceback") == 0, "\n".join(line[:600] for line in logs.splitlines() if "Traceback" in line)
+    assert logs.count("gave up committing its outcome after") <= 4  # 2 workers and the ai consumer, + slack
     assert logs.count("committing its outcome failed (") <= 6 and logs.count("its tick failed (") <= 3
     return dict(instances=COUNT, finished=statuses.get("completed", 0),
                 lost=COUNT - len(keys), duplicate_instances=sum(n - 1 for _, n in keys),
@@ -236,7 +238,7 @@ def workload(cluster: PrivateCluster, processes: Any, sink: Any, env: dict[str, 
                 commit_failure_warnings=logs.count("committing its outcome failed ("),
                 tick_failure_warnings=logs.count("its tick failed ("),
                 writes_back_lines=logs.count("the database accepts writes again"),
-                job_tracebacks=logs.count("Traceback"),
+                job_tracebacks=logs.count("Traceback"), outcomes_given_up_lines=logs.count("gave up committing"),
                 first_completion_after_s=None if first_after is None else round(first_after, 1),
                 settle_s=round(settled_at - back_at, 1), load=round(os.getloadavg()[0], 1), logs=logs,
                 back_at=back_at, web_back_s=web_back_s)

@@ -82,9 +82,9 @@ def test_commit_succeeds_but_the_worker_is_told_it_failed(processes, sink, black
     claimed for inline running is adopted by the same worker, the one queued on another queue (never
     enqueued: the transaction "failed") is re-dispatched by the reconciler.
 
-    With the database away for longer than the worker retries (half a lease), the worker gives up:
-    its job fails. The outcome stands; the inline successor, claimed for a worker that never heard
-    of it, is taken back when its lease expires and retried."""
+    With the database away for longer than the worker retries (half a lease), the worker gives up
+    (logged once; its job ends without a traceback). The outcome stands; the inline successor, claimed
+    for a worker that never heard of it, is taken back when its lease expires and retried."""
     host_port = urlsplit(database_url_for_tests()).netloc.rsplit("@", 1)[-1]
     host, _, port = host_port.partition(":")
     proxy = CommitAckDropper(host or "127.0.0.1", int(port or 5432), blackout_s=blackout_s)
@@ -116,8 +116,9 @@ def test_commit_succeeds_but_the_worker_is_told_it_failed(processes, sink, black
     for instance in instances:
         assert step_of(instance, "arm").attempt == 1
     if blackout_s:
-        # The worker gave up: its job failed with the database error, the lease brought `after` back.
-        assert "OperationalError" in logs
+        # The worker gave up, said so once (no job traceback), and the lease brought `after` back.
+        assert logs.count("gave up committing its outcome after") in (1, 2)  # once per episode (2 lost acks)
+        assert "Traceback" not in logs
         assert step_of(inline[0], "after").attempt == 2
         retried = inline[0].events.filter(type="step_retrying", payload__error__code="lease_expired")
         assert retried.count() == 1

@@ -57,3 +57,21 @@ def test_a_call_begun_before_the_episode_does_not_end_it() -> None:
     ended = episodes.end(time.monotonic())
     assert ended is not None and ended.failures == 2 and ended.lasted_s >= 0 and not episodes.down
     assert episodes.begin() and episodes.episodes == 2  # a new episode counts afresh
+
+
+def test_outcomes_given_up_are_logged_once_per_episode(caplog: pytest.LogCaptureFixture) -> None:
+    """Every step in flight whose commit the database refused for half a lease used to log a warning and
+    fail its job with a traceback; now the first of an episode says so, the others only at debug."""
+    caplog.set_level(logging.DEBUG)
+    db = DatabaseOutage(logging.getLogger("test.episodes"), "worker")
+    refused = OSError("No space left on device")
+    for _ in range(2):
+        db.failed("step 1: committing its outcome", refused, "retrying")
+        for pk in range(5):
+            db.gave_up(f"step {pk}", 1.5, refused)
+        db.recovered()
+    assert db.given_up == 10
+    given_up = [m for m in warnings(caplog) if "gave up committing its outcome" in m]
+    assert given_up == ["step 0: gave up committing its outcome after 1.5 s (OSError: No space left on device); "
+                        "its lease takes it back once the database accepts writes again (further outcomes given "
+                        "up in this episode are not logged one by one)"] * 2

@@ -9,7 +9,7 @@ from collections.abc import Callable
 from typing import TypeVar
 
 from workflows import db_threads
-from workflows.database_outage import DatabaseOutage
+from workflows.database_outage import CommitAbandoned, DatabaseOutage
 from workflows.engine.statuses import StepStatus
 from workflows.runtime.claiming import claim_step, claim_steps
 from workflows.runtime.config import conf, node_for_step
@@ -34,6 +34,8 @@ def run_step(step_id: int, worker: str, queue: str | None = None) -> int:
             outcome = run_claimed(claim)
             ran += 1
             claim = finish_step_reconnecting(claim, outcome, allow_inline=inline_allowed)
+    except CommitAbandoned:
+        pass  # logged once per episode; the step's lease takes it back
     finally:
         current_step.set(None)
     return ran
@@ -67,6 +69,8 @@ def run_steps(step_ids: list[int], worker: str) -> int:
                 outcomes = [run_claimed(claim) for claim in claims]
                 ran += len(claims)
                 claims = finish_steps_reconnecting(claims, outcomes, allow_inline=inline_allowed)
+    except CommitAbandoned:
+        pass  # logged once per episode; the steps' leases take them back
     finally:
         current_step.set(None)
     return ran
@@ -157,11 +161,10 @@ def _reconnecting(commit: Callable[[], T], what: str, failed: list[bool] | None 
             result = commit()
         except (OperationalError, InterfaceError) as exc:
             if time.monotonic() + delay > deadline:
-                # One line per step in flight (a few per worker): its outcome is dropped, its lease
-                # takes it back once the database accepts writes again.
-                log.warning("%s: gave up committing its outcome after %.1f s (%s: %s); its lease takes it "
-                            "back", what, conf("LEASE_S") / 2, type(exc).__name__, str(exc).strip())
-                raise
+                # Its outcome is dropped; its lease takes it back once the database accepts writes again.
+                # Logged once per episode; the job that ran it ends without a traceback (run_step).
+                database_outage.gave_up(what, conf("LEASE_S") / 2, exc)
+                raise CommitAbandoned(f"{what}: the database refused its outcome for half a lease") from exc
             if failed is not None:
                 failed.append(True)
             # Once per episode (a crash, a full disk), not once per step: database_outage.py.

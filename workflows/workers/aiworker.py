@@ -54,9 +54,11 @@ import django_rq
 import redis
 from django.conf import settings
 from django.core.management.base import CommandError
+from django.db import DatabaseError
 
 from workflows import clock, runtime
 from workflows.adapters import breakers
+from workflows.database_outage import CommitAbandoned, DatabaseOutage
 from workflows.db_threads import DjangoThreadPool
 from workflows.engine import providers
 from workflows.engine.errors import StepTimeout
@@ -130,6 +132,7 @@ class AIConsumer:
         # Redis may be down now or at any later moment: every Redis call is retried or reported to
         # this, which logs once per outage (workflows/workers/redis_outage.py).
         self.outage = Outage(log, f"ai consumer {self.name}")
+        self.database = DatabaseOutage(log, f"ai consumer {self.name}")  # its periodic work's database calls
         # RQ's worker constructor already talks to Redis (CLIENT SETNAME): wait for it.
         self.book = until_reachable(
             lambda: rq_adapter.JobBook(queue_names(queue), connection or django_rq.get_connection(queue),
@@ -305,6 +308,8 @@ class AIConsumer:
             try:
                 with rq_adapter.current_job(running.job):
                     end["return_value"] = await self._perform(job)
+            except CommitAbandoned:
+                end["return_value"] = 0  # logged once per episode (runtime/loop.py); the lease takes it back
             except Exception as exc:  # noqa: BLE001 - the job's failure, recorded in RQ; we carry on
                 end = {"exc_info": rq_adapter.exc_info_of(exc)}
             finally:
@@ -505,12 +510,17 @@ class AIConsumer:
         return asyncio.wrap_future(self.bookkeeper.submit(fn, *args, **kwargs))
 
     async def _quietly(self, awaitable: Awaitable[Any], what: str) -> None:
+        started = time.monotonic()
         try:
             await awaitable
         except REDIS_ERRORS as exc:
             self.outage.failed(exc)  # logged once per outage; the next tick retries
+        except DatabaseError as exc:  # a crash, a full disk: once per episode, the next tick retries
+            self.database.failed(what, exc, "the next tick tries again")
         except Exception:  # noqa: BLE001 - periodic work must not stop the consumer; next tick retries
             log.exception("ai consumer %s: %s failed", self.name, what)
+        else:
+            self.database.recovered(started)
 
     def _loop_exception(self, loop: asyncio.AbstractEventLoop, context: dict[str, Any]) -> None:
         log.error("ai consumer %s: %s", self.name, context.get("message"), exc_info=context.get("exception"))

@@ -20,6 +20,7 @@ from django.http import HttpRequest, HttpResponse
 from ninja.errors import AuthenticationError, HttpError, ValidationError
 
 from dashboard.api.http import BadRequest, BodyRejected
+from dashboard.database_away import DATABASE_AWAY_ERRORS, RETRY_AFTER_S, database_away
 from dashboard.security.problem_docs import CONTENT_TYPE as CONTENT_TYPE
 from dashboard.security.problem_docs import KINDS as KINDS
 from dashboard.security.problem_docs import problem_body as problem_body
@@ -99,6 +100,12 @@ def install(api: Any) -> None:
         log.exception("v1 API error on %s %s", request.method, request.path)
         return response(request, 500, "internal error: the server logged it")
 
+    def on_database_away(request: HttpRequest, exc: Exception) -> HttpResponse:
+        # As the pages (dashboard/urls.py handler500): a 503 to retry, logged once per episode.
+        database_away.failed(exc)
+        return response(request, 503, "the database is not answering; try again shortly",
+                         headers={"Retry-After": str(RETRY_AFTER_S)})
+
     from django.http import Http404
 
     api.add_exception_handler(Problem, on_problem)
@@ -108,3 +115,5 @@ def install(api: Any) -> None:
     api.add_exception_handler(Http404, on_not_found)
     api.add_exception_handler(RequestDataTooBig, on_too_big)
     api.add_exception_handler(Exception, on_unexpected)
+    for error in DATABASE_AWAY_ERRORS:
+        api.add_exception_handler(error, on_database_away)
