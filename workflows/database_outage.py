@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import logging
 import threading
+import time
 
 from workflows.episodes import Episodes
 
@@ -21,25 +22,37 @@ class CommitAbandoned(Exception):
 class DatabaseOutage(Episodes):
     """A process's episodes of failing database writes (the bookkeeping is workflows/episodes.py)."""
 
+    # A full disk comes and goes (writes that need no new space succeed, ending the episode, and the next
+    # one that does begins another), so outcomes given up are logged at most once a minute per process,
+    # not once per episode.
+    GAVE_UP_LOG_EVERY_S = 60.0
+
     def __init__(self, logger: logging.Logger, who: str) -> None:
         super().__init__(logger, who)
         self._given_up_lock = threading.Lock()
-        self._given_up_in = 0  # the episode whose first abandoned outcome was logged
+        self._given_up_logged_at: float | None = None
+        self._given_up_quiet = 0  # given up since the last line
         self.given_up = 0  # outcomes abandoned to their leases (tests and diagnostics)
 
     def gave_up(self, what: str, after_s: float, exc: BaseException) -> None:
-        """Record an outcome abandoned after `after_s` of failed commits. The first of an episode is logged
-        as a warning; the others only at debug (before: a warning and a job traceback per step in flight)."""
+        """Record an outcome abandoned after `after_s` of failed commits: a warning at most once a minute,
+        saying how many went quietly since (before: a warning and a job traceback per step in flight)."""
+        now = time.monotonic()
         with self._given_up_lock:
             self.given_up += 1
-            first = self._given_up_in != self.episodes
-            self._given_up_in = self.episodes
-        if not first:
+            last = self._given_up_logged_at
+            if last is not None and now - last < self.GAVE_UP_LOG_EVERY_S:
+                self._given_up_quiet += 1
+                quiet = -1
+            else:
+                quiet, self._given_up_quiet, self._given_up_logged_at = self._given_up_quiet, 0, now
+        if quiet < 0:
             self.log.debug("%s: gave up committing its outcome too (%s)", what, exc)
             return
+        since = f"; {quiet} more given up quietly since the last such line" if quiet else ""
         self.log.warning("%s: gave up committing its outcome after %.1f s (%s: %s); its lease takes it back once "
-                         "the database accepts writes again (further outcomes given up in this episode are not "
-                         "logged one by one)", what, after_s, type(exc).__name__, str(exc).strip())
+                         "the database accepts writes again (further outcomes given up within a minute are not "
+                         "logged one by one%s)", what, after_s, type(exc).__name__, str(exc).strip(), since)
 
     def failed(self, what: str, exc: BaseException, then: str) -> bool:
         """Record a failed database call; True when it begins an episode (logged as a warning)."""

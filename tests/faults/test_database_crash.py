@@ -223,9 +223,9 @@ def workload(cluster: PrivateCluster, processes: Any, sink: Any, env: dict[str, 
     retried = sum(1 for s in work if s[2] > 1)
     # Logged once per episode and process, not per step or tick (before: ~60 job tracebacks a run; then a
     # job traceback per step in flight whose commit gave up: 4-16 a run, more under load). Now a step given
-    # up to its lease ends its job quietly, the first of each episode and process saying so.
+    # up to its lease ends its job quietly, one line a minute per process saying so.
     assert logs.count("Traceback") == 0, "\n".join(line[:600] for line in logs.splitlines() if "Traceback" in line)
-    assert logs.count("gave up committing its outcome after") <= 4  # 2 workers and the ai consumer, + slack
+    assert logs.count("gave up committing its outcome after") <= 3  # 2 workers and the ai consumer
     assert logs.count("committing its outcome failed (") <= 6 and logs.count("its tick failed (") <= 3
     return dict(instances=COUNT, finished=statuses.get("completed", 0),
                 lost=COUNT - len(keys), duplicate_instances=sum(n - 1 for _, n in keys),

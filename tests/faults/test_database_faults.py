@@ -117,7 +117,7 @@ def test_commit_succeeds_but_the_worker_is_told_it_failed(processes, sink, black
         assert step_of(instance, "arm").attempt == 1
     if blackout_s:
         # The worker gave up, said so once (no job traceback), and the lease brought `after` back.
-        assert logs.count("gave up committing its outcome after") in (1, 2)  # once per episode (2 lost acks)
+        assert logs.count("gave up committing its outcome after") == 1  # at most once a minute
         assert "Traceback" not in logs
         assert step_of(inline[0], "after").attempt == 2
         retried = inline[0].events.filter(type="step_retrying", payload__error__code="lease_expired")
