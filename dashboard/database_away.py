@@ -28,12 +28,7 @@ class DatabaseAway(Episodes):
 
     def answered(self, began: float) -> bool:
         """A request begun at `began` (time.monotonic()) answered; True when that ends an episode."""
-        ended = self.end(began)
-        if ended is None:
-            return False
-        self.log.warning("%s: the database answers again after %.1f s (%d request(s) answered 503)",
-                         self.who, ended.lasted_s, ended.failures)
-        return True
+        return self.end_logged(began, "%s: the database answers again after %.1f s (%d request(s) answered 503)")
 
 
 database_away = DatabaseAway(logging.getLogger("steadyflow.web"), "web")

@@ -141,9 +141,6 @@ def handler404(request: HttpRequest, exception: Exception) -> HttpResponse:
     return page_not_found(request, exception)
 
 
-# How long a client is told to wait before trying again while the database is away.
-
-
 def handler500(request: HttpRequest) -> HttpResponse:
     """An uncaught exception. When the database is away (crashed, restarting, refusing connections,
     out of disk: Django's OperationalError or InterfaceError), say so with a 503 and Retry-After rather

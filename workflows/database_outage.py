@@ -38,15 +38,15 @@ class DatabaseOutage(Episodes):
         """Record an outcome abandoned after `after_s` of failed commits: a warning at most once a minute,
         saying how many went quietly since (before: a warning and a job traceback per step in flight)."""
         now = time.monotonic()
+        quiet: int | None = None  # how many went quietly since the last line, when this one is logged
         with self._given_up_lock:
             self.given_up += 1
             last = self._given_up_logged_at
             if last is not None and now - last < self.GAVE_UP_LOG_EVERY_S:
                 self._given_up_quiet += 1
-                quiet = -1
             else:
                 quiet, self._given_up_quiet, self._given_up_logged_at = self._given_up_quiet, 0, now
-        if quiet < 0:
+        if quiet is None:
             self.log.debug("%s: gave up committing its outcome too (%s)", what, exc)
             return
         since = f"; {quiet} more given up quietly since the last such line" if quiet else ""
@@ -66,9 +66,5 @@ class DatabaseOutage(Episodes):
     def recovered(self, call_started: float | None = None) -> bool:
         """Record a successful database call begun at `call_started` (time.monotonic()); True when it
         ends an episode (logged). A call begun before the episode was noticed proves nothing."""
-        ended = self.end(call_started)
-        if ended is None:
-            return False
-        self.log.warning("%s: the database accepts writes again after %.1f s (%d failed attempt(s))",
-                         self.who, ended.lasted_s, ended.failures)
-        return True
+        return self.end_logged(call_started, "%s: the database accepts writes again after %.1f s (%d failed "
+                                              "attempt(s))")

@@ -64,5 +64,14 @@ class Episodes:
             self._since = None
             return ended
 
+    def end_logged(self, call_started: float | None, message: str) -> bool:
+        """end(); when the call ends an episode, log `message` (formatted with who, the seconds it lasted
+        and its failed calls) as a warning. True when it ended one."""
+        ended = self.end(call_started)
+        if ended is None:
+            return False
+        self.log.warning(message, self.who, ended.lasted_s, ended.failures)
+        return True
+
 
 __all__ = ["Ended", "Episodes"]

@@ -24,7 +24,7 @@ from typing import Any
 import pytest
 
 from tests.e2e.docshots import doc_shot  # noqa: F401 - the fixture for the docs' pictures (make screenshots)
-from tests.support.forkserver import python_popen
+from tests.support.web import DaphneServer
 
 CHROMIUM = Path(os.environ.get("STEADYFLOW_CHROMIUM", "/usr/bin/chromium"))
 CHROMIUM_ARGS = ["--no-sandbox", "--disable-gpu", "--disable-background-networking", "--disable-component-update",
@@ -129,71 +129,10 @@ def login() -> Callable[[Any, Any], None]:
 
 
 # --- Pages with WebSockets: daphne (ASGI) on a free port -------------------------------------------
-# pytest-django's live_server is WSGI only. `daphne_server` runs the real ASGI application against the
-# test database and Redis (the workers' environment, see tests/conftest.py), with DEBUG on so it serves
-# the static files; it can be killed and restarted on the same port (tests of reconnecting pages).
-# `daphne_page` is `page` for that server.
-
-class DaphneServer:
-    def __init__(self, env: dict[str, str], log_dir: Path) -> None:
-        import socket
-
-        with socket.socket() as sock:
-            sock.bind(("127.0.0.1", 0))
-            self.port = sock.getsockname()[1]
-        self.url = f"http://127.0.0.1:{self.port}"
-        self.env = env
-        self.log_dir = log_dir
-        self.proc: Any = None
-        self.starts = 0
-
-    def start(self, timeout: float = 30.0) -> None:
-        import subprocess
-        import sys
-        import time
-        import urllib.request
-
-        root = Path(__file__).resolve().parents[2]
-        self.starts += 1
-        log = open(self.log_dir / f"daphne-{self.starts}.log", "wb")
-        self.proc = python_popen(
-            [sys.executable, "-m", "daphne", "-b", "127.0.0.1", "-p", str(self.port), "dashboard.asgi:application"],
-            cwd=root, env=self.env, stdout=log, stderr=subprocess.STDOUT, start_new_session=True)
-        deadline = time.monotonic() + timeout
-        while time.monotonic() < deadline:
-            if self.proc.poll() is not None:
-                raise AssertionError(f"daphne exited at start: {self.logs()}")
-            try:
-                with urllib.request.urlopen(self.url + "/healthz", timeout=1) as response:
-                    if response.status == 200:
-                        return
-            except OSError:
-                time.sleep(0.1)
-        raise AssertionError(f"daphne did not answer within {timeout} s: {self.logs()}")
-
-    def kill(self) -> None:
-        """SIGKILL: every socket it held drops at once, as when a server dies."""
-        import signal
-
-        if self.proc is not None and self.proc.poll() is None:
-            os.killpg(self.proc.pid, signal.SIGKILL)
-            self.proc.wait(timeout=10)
-
-    def stop(self) -> None:
-        import signal
-        import subprocess
-
-        if self.proc is None or self.proc.poll() is not None:
-            return
-        os.killpg(self.proc.pid, signal.SIGTERM)
-        try:
-            self.proc.wait(timeout=10)
-        except subprocess.TimeoutExpired:
-            self.kill()
-
-    def logs(self) -> str:
-        return "\n".join(p.read_text(errors="replace")[-3000:] for p in sorted(self.log_dir.glob("daphne-*.log")))
-
+# pytest-django's live_server is WSGI only. `daphne_server` runs the real ASGI application
+# (tests/support/web.py) against the test database and Redis (the workers' environment, see
+# tests/conftest.py), with DEBUG on so it serves the static files; it can be killed and restarted on the same
+# port (tests of reconnecting pages). `daphne_page` is `page` for that server.
 
 @pytest.fixture
 def daphne_server(worker_env: dict[str, str], tmp_path: Path) -> Iterator[DaphneServer]:

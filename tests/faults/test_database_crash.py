@@ -34,7 +34,7 @@ from tests.conftest import ROOT
 from tests.faults.conftest import full_logs, record
 from tests.faults.live_watch import LiveWatch
 from tests.faults.pgcluster import PrivateCluster, bin_dir
-from tests.support.web import Web
+from tests.support.web import DaphneServer
 
 pytestmark = [pytest.mark.faults, pytest.mark.django_db(transaction=True)]
 
@@ -91,7 +91,8 @@ def run_episode(cluster: PrivateCluster, processes: Any, sink: Any, worker_env: 
         done = subprocess.run([sys.executable, "manage.py", *command], cwd=ROOT, capture_output=True, text=True,
                               env={**env, "DJANGO_SUPERUSER_PASSWORD": PASSWORD}, timeout=600)
         assert done.returncode == 0, done.stdout[-2000:] + done.stderr[-2000:]
-    web = Web(env, tmp_path / "daphne.log")
+    web = DaphneServer(env, tmp_path)
+    web.start()
     try:
         return episode(cluster, processes, sink, env, fault, web)
     finally:
@@ -99,7 +100,7 @@ def run_episode(cluster: PrivateCluster, processes: Any, sink: Any, worker_env: 
 
 
 def episode(cluster: PrivateCluster, processes: Any, sink: Any, env: dict[str, str], fault: Callable[[], None],
-            web: Web) -> dict[str, Any]:
+            web: DaphneServer) -> dict[str, Any]:
     browser = web.login(OPERATOR, PASSWORD)
     # The dashboard page's socket, open throughout: its change notices must carry on after the fault.
     watch = LiveWatch(web.url, dict(browser.cookies))

@@ -1,5 +1,8 @@
-"""daphne serving the application on a free port, for tests that need the real ASGI web process (HTTP and
-WebSockets) against whatever database the environment names; and a logged-in client for it."""
+"""daphne serving the application (HTTP and WebSockets) on a free port, against whatever database and Redis
+its environment names, for the tests that need the real ASGI web process: the browser pages with sockets
+(tests/e2e), /metrics and the access log (tests/workflows/test_observability.py), and the web process under
+a database crash (tests/faults/test_database_crash.py). It can be killed and started again on the same
+port (tests of reconnecting pages)."""
 
 from __future__ import annotations
 
@@ -8,36 +11,52 @@ import signal
 import socket
 import subprocess
 import sys
+import time
+import urllib.request
 from pathlib import Path
+from typing import Any
 
 import httpx
 
-from tests.conftest import ROOT, wait_for
 from tests.support.forkserver import python_popen
 
+ROOT = Path(__file__).resolve().parents[2]
 
-class Web:
-    """daphne serving the application with `env`, on a free port; its output goes to `log`."""
 
-    def __init__(self, env: dict[str, str], log: Path) -> None:
+class DaphneServer:
+    def __init__(self, env: dict[str, str], log_dir: Path) -> None:
         with socket.socket() as sock:
             sock.bind(("127.0.0.1", 0))
             self.port = sock.getsockname()[1]
         self.url = f"http://127.0.0.1:{self.port}"
-        self.log = log
+        self.env = env
+        self.log_dir = log_dir
+        self.proc: Any = None
+        self.starts = 0
+
+    @property
+    def log(self) -> Path:
+        """The output of the latest start."""
+        return self.log_dir / f"daphne-{self.starts}.log"
+
+    def start(self, timeout: float = 30.0) -> None:
+        self.starts += 1
+        log = open(self.log, "wb")
         self.proc = python_popen(
             [sys.executable, "-m", "daphne", "-v", "0", "-b", "127.0.0.1", "-p", str(self.port),
              "dashboard.asgi:application"],
-            cwd=ROOT, env=env, stdout=open(log, "wb"), stderr=subprocess.STDOUT, start_new_session=True)
-
-        def up() -> bool:
-            assert self.proc.poll() is None, f"daphne exited: {log.read_text()}"
+            cwd=ROOT, env=self.env, stdout=log, stderr=subprocess.STDOUT, start_new_session=True)
+        deadline = time.monotonic() + timeout
+        while time.monotonic() < deadline:
+            if self.proc.poll() is not None:
+                raise AssertionError(f"daphne exited at start: {self.logs()}")
             try:
-                return httpx.get(self.url + "/healthz", timeout=1).status_code == 200
-            except httpx.HTTPError:
-                return False
-
-        wait_for(up, 30, message="daphne")
+                with urllib.request.urlopen(self.url + "/healthz", timeout=1) as response:
+                    if response.status == 200:
+                        return
+            except OSError:
+                time.sleep(0.1)
+        raise AssertionError(f"daphne did not answer within {timeout} s: {self.logs()}")
 
     def login(self, username: str, password: str) -> httpx.Client:
         """A client logged in through the login form (its session and CSRF cookies set)."""
@@ -48,7 +67,20 @@ class Web:
         assert answer.status_code == 302, (answer.status_code, answer.text[:500])
         return client
 
-    def stop(self) -> None:
-        if self.proc.poll() is None:
-            os.killpg(self.proc.pid, signal.SIGTERM)
+    def kill(self) -> None:
+        """SIGKILL: every socket it held drops at once, as when a server dies."""
+        if self.proc is not None and self.proc.poll() is None:
+            os.killpg(self.proc.pid, signal.SIGKILL)
             self.proc.wait(timeout=10)
+
+    def stop(self) -> None:
+        if self.proc is None or self.proc.poll() is not None:
+            return
+        os.killpg(self.proc.pid, signal.SIGTERM)
+        try:
+            self.proc.wait(timeout=10)
+        except subprocess.TimeoutExpired:
+            self.kill()
+
+    def logs(self) -> str:
+        return "\n".join(p.read_text(errors="replace")[-3000:] for p in sorted(self.log_dir.glob("daphne-*.log")))

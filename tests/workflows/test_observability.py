@@ -16,7 +16,7 @@ from django.core.management import call_command
 
 import tests.workflows.functions  # noqa: F401 - registers tests.* functions in this process
 from tests.conftest import chain, wait_for, wait_for_status
-from tests.support.web import Web
+from tests.support.web import DaphneServer
 from tests.workflows.functions import EXTRA_FUNCTIONS_ENV
 from tests.workflows.support import py
 from workflows import runtime
@@ -35,13 +35,14 @@ def observed_env(worker_env: dict[str, str], tmp_path: Path) -> dict[str, str]:
 
 
 @pytest.fixture
-def web(observed_env: dict[str, str], tmp_path: Path) -> Iterator[Web]:
-    server = Web(observed_env, tmp_path / "daphne.log")
+def web(observed_env: dict[str, str], tmp_path: Path) -> Iterator[DaphneServer]:
+    server = DaphneServer(observed_env, tmp_path)
+    server.start()
     yield server
     server.stop()
 
 
-def scrape(web: Web) -> dict[str, float]:
+def scrape(web: DaphneServer) -> dict[str, float]:
     response = httpx.get(web.url + "/metrics", headers={"Authorization": f"Bearer {TOKEN}"}, timeout=10)
     assert response.status_code == 200, response.text
     samples: dict[str, float] = {}

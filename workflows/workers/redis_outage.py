@@ -63,12 +63,7 @@ class Outage(Episodes):
         """Record a successful Redis call (begun at `call_started`, time.monotonic()); True when it
         ends an outage (and was logged). A call begun before the outage was first noticed (in
         another thread) proves nothing and is ignored."""
-        ended = self.end(call_started)
-        if ended is None:
-            return False
-        self.log.warning("%s: Redis reachable again after %.1f s (%d failed attempt(s))", self.who,
-                         ended.lasted_s, ended.failures)
-        return True
+        return self.end_logged(call_started, "%s: Redis reachable again after %.1f s (%d failed attempt(s))")
 
 
 class Stopped(Exception):
