@@ -105,16 +105,23 @@ def inspect_node(page: Any, node: str) -> None:
     """Click `node` on the live graph until the inspector shows it. The graph re-fits as steps arrive (new
     nodes drawn, a layout pass), so a position read just before the click can be stale by the time it lands
     (seen on a loaded machine: the click opened a neighbour)."""
+    shown = "(id) => document.getElementById('insp-title').textContent.startsWith(id + ' ')"
+    clicked = False
     for _ in range(10):
+        # A click of ours that landed but whose inspector came after the wait (a loaded machine) is not
+        # clicked again: a second click could unselect the node. (Not before our first click: the caller
+        # wants the node's runs read afresh.)
+        if clicked and page.evaluate(shown, node):
+            return
         before = node_center(page, node)
         page.wait_for_timeout(100)
         at = node_center(page, node)
         if at != before:  # still moving: read again
             continue
         page.mouse.click(*at)
+        clicked = True
         try:
-            page.wait_for_function("(id) => document.getElementById('insp-title').textContent.startsWith(id + ' ')",
-                                   arg=node, timeout=2_000)
+            page.wait_for_function(shown, arg=node, timeout=5_000)
             return
         except Exception:  # noqa: BLE001 - Playwright's TimeoutError: the graph moved under the click
             continue
