@@ -33,6 +33,7 @@ class DatabaseOutage(Episodes):
         self._given_up_logged_at: float | None = None
         self._given_up_quiet = 0  # given up since the last line
         self.given_up = 0  # outcomes abandoned to their leases (tests and diagnostics)
+        self._last_ended_at: float | None = None  # when the last episode ended (time.monotonic())
 
     def gave_up(self, what: str, after_s: float, exc: BaseException) -> None:
         """Record an outcome abandoned after `after_s` of failed commits: a warning at most once a minute,
@@ -54,11 +55,20 @@ class DatabaseOutage(Episodes):
                          "the database accepts writes again (further outcomes given up within a minute are not "
                          "logged one by one%s)", what, after_s, type(exc).__name__, str(exc).strip(), since)
 
+    # An episode that begins within this long of the last one's end is the same trouble coming back (a full
+    # disk: writes that need no space succeed in between): its first failure is logged at debug.
+    RELAPSE_S = 60.0
+
     def failed(self, what: str, exc: BaseException, then: str) -> bool:
-        """Record a failed database call; True when it begins an episode (logged as a warning)."""
+        """Record a failed database call; True when it begins an episode (logged as a warning, unless the
+        last episode ended less than RELAPSE_S ago)."""
         if not self.begin():
             self.log.debug("%s: %s failed again (%s)", self.who, what, exc)
             return False
+        ended_at = self._last_ended_at
+        if ended_at is not None and time.monotonic() - ended_at < self.RELAPSE_S:
+            self.log.debug("%s: %s failed again soon after the database came back (%s)", self.who, what, exc)
+            return True
         self.log.warning("%s: %s failed (%s); %s (further failures while the database is failing are not "
                          "logged one by one)", self.who, what, str(exc).strip(), then)
         return True
@@ -66,5 +76,8 @@ class DatabaseOutage(Episodes):
     def recovered(self, call_started: float | None = None) -> bool:
         """Record a successful database call begun at `call_started` (time.monotonic()); True when it
         ends an episode (logged). A call begun before the episode was noticed proves nothing."""
-        return self.end_logged(call_started, "%s: the database accepts writes again after %.1f s (%d failed "
-                                              "attempt(s))")
+        if not self.end_logged(call_started, "%s: the database accepts writes again after %.1f s (%d failed "
+                                              "attempt(s))"):
+            return False
+        self._last_ended_at = time.monotonic()
+        return True

@@ -82,3 +82,25 @@ def test_outcomes_given_up_are_logged_once_a_minute(caplog: pytest.LogCaptureFix
     assert len(given_up) == 2, given_up
     assert given_up[0].startswith("step 0: gave up committing its outcome after 1.5 s (OSError: No space left")
     assert given_up[1].endswith("not logged one by one; 14 more given up quietly since the last such line)")
+
+
+def test_a_database_episode_that_comes_back_within_a_minute_is_not_logged_again(
+        caplog: pytest.LogCaptureFixture, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A full disk comes and goes: writes that need no space succeed in between, ending the episode. Each
+    new beginning within a minute of the last end is the same trouble (CI's disk-full run logged 9
+    'committing its outcome failed' lines); one a minute later is news again."""
+    caplog.set_level(logging.DEBUG)
+    clock = [1000.0]
+    monkeypatch.setattr(time, "monotonic", lambda: clock[0])
+    db = DatabaseOutage(logging.getLogger("test.episodes"), "worker")
+    refused = OSError("No space left on device")
+    for _ in range(4):
+        assert db.failed("step 1: committing its outcome", refused, "retrying")
+        clock[0] += 1
+        assert db.recovered()
+        clock[0] += 1
+    clock[0] += 61
+    db.failed("step 2: committing its outcome", refused, "retrying")
+    began = [m for m in warnings(caplog) if "committing its outcome failed" in m]
+    assert [m.split(":")[0] for m in began] == ["worker", "worker"], began
+    assert "step 2" in began[1] and db.episodes == 5
