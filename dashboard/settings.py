@@ -294,6 +294,9 @@ STEADYFLOW = {
     # max(SNAPSHOT_MIN_BYTES, that snapshot's size).
     "SNAPSHOT_EVERY_EVENTS": env_int("STEADYFLOW_SNAPSHOT_EVERY_EVENTS", 1000, minimum=1),
     "SNAPSHOT_MIN_BYTES": env_int("STEADYFLOW_SNAPSHOT_MIN_BYTES", 1024 * 1024, minimum=0),
+    # A snapshot refers to a context value whose JSON is at least this long by the seq of the delta
+    # that set it, instead of copying it (store/snapshot_refs.py). 0 copies every value.
+    "SNAPSHOT_REF_BYTES": env_int("STEADYFLOW_SNAPSHOT_REF_BYTES", 1024, minimum=0),
     # Per process: the contexts a worker last committed, kept so continuing an instance does not read
     # and decode its context again (store/context_cache.py). 0 disables it.
     "CONTEXT_CACHE_BYTES": env_int("STEADYFLOW_CONTEXT_CACHE_BYTES", 64 * 1024 * 1024, minimum=0),

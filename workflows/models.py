@@ -309,6 +309,9 @@ class Checkpoint(models.Model):
     state = models.JSONField()
     checksum = models.CharField(max_length=64)
     created_at = models.DateTimeField(default=timezone.now)
+    # Not a column: the context with its references to deltas followed, set by the reader that
+    # verified them (store/state_reads.py newest_snapshot).
+    resolved_context: dict[str, Any] | None = None
 
     class Meta:
         ordering = ["instance", "-seq"]

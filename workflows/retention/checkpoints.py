@@ -12,6 +12,7 @@ from __future__ import annotations
 from django.conf import settings
 from django.db.models import Count
 
+from workflows.engine import deltas
 from workflows.engine.statuses import INSTANCE_ACTIVE
 from workflows.models import Checkpoint, StateDelta
 
@@ -29,6 +30,15 @@ def floor_seq(instance_id: int, keep: int) -> int | None:
     return None
 
 
+def referenced_seqs(instance_id: int, floor: int) -> set[int]:
+    """The seqs of the deltas the instance's snapshots from `floor` on refer to."""
+    seqs: set[int] = set()
+    for state in Checkpoint.objects.filter(instance_id=instance_id, seq__gte=floor).values_list("state", flat=True):
+        refs = deltas.referenced(state.get("refs") if isinstance(state, dict) else None)
+        seqs.update(seq for seq, _ in refs.values())
+    return seqs
+
+
 def prune(batch: int, *, keep: int | None = None, dry_run: bool = False) -> int:
     """Prune up to `batch` active instances with more than `keep` checkpoints: the checkpoints deleted
     (counted on a dry run)."""
@@ -44,6 +54,8 @@ def prune(batch: int, *, keep: int | None = None, dry_run: bool = False) -> int:
         older = Checkpoint.objects.filter(instance_id=instance_id, seq__lt=floor)
         pruned += older.count() if dry_run else older.delete()[0]
         if not dry_run:
-            # The deltas the oldest kept snapshot already holds are never replayed again.
-            StateDelta.objects.filter(instance_id=instance_id, seq__lte=floor).delete()
+            # The deltas the oldest kept snapshot already holds are never replayed again; those a kept
+            # snapshot refers to for a large value stay (docs/DESIGN.md, "Snapshots by reference").
+            StateDelta.objects.filter(instance_id=instance_id, seq__lte=floor).exclude(
+                seq__in=referenced_seqs(instance_id, floor)).delete()
     return pruned

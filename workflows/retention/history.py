@@ -1,9 +1,10 @@
 """Deleting finished instances' history, a batch at a time (docs/operating-retention.md).
 
-What goes: the rows of every table whose foreign key to the instance cascades (today steps, events and
-checkpoints: found from the models, so a history table added later is covered without a change here),
-except the ones in KEEP. What stays: the instance row, which is the run's summary (status, input, final
-context and state, error, tokens, cost, timestamps), its review items and audit entries (people's
+What goes: the rows of every table whose foreign key to the instance cascades (today steps, events,
+checkpoints and state deltas: found from the models, so a history table added later is covered without a
+change here), except the ones in KEEP, the newest snapshot that verifies and the deltas it refers to.
+What stays: the instance row, which is the run's summary (status, input, final context and state, error,
+tokens, cost, timestamps), its review items and audit entries (people's
 decisions, small, one per halt or operation), and rows that only point at it (schedule fires,
 notification deliveries: their foreign keys do not cascade).
 
@@ -27,8 +28,9 @@ from django.conf import settings
 from django.db import models, transaction
 from django.db.models import Count, Q
 
+from workflows.engine import deltas
 from workflows.engine.statuses import INSTANCE_ACTIVE, INSTANCE_FINAL
-from workflows.models import Checkpoint, ReviewItem, ReviewStatus, WorkflowInstance
+from workflows.models import Checkpoint, ReviewItem, ReviewStatus, StateDelta, WorkflowInstance
 from workflows.retention import rollup
 
 log = logging.getLogger("steadyflow.retention")
@@ -74,7 +76,7 @@ def history_models() -> list[tuple[type[models.Model], str]]:
     return ordered
 
 
-def kept_snapshots(ids: list[int]) -> list[int]:
+def kept_snapshots(ids: list[int]) -> list[Checkpoint]:
     """The one snapshot each instance keeps: its newest that verifies. The context lives in snapshots
     and state deltas (docs/DESIGN.md, "State: deltas and snapshots"), and a run's end forces a
     snapshot, so this one holds the final state the summary row shows."""
@@ -82,14 +84,29 @@ def kept_snapshots(ids: list[int]) -> list[int]:
     for instance_id in ids:
         for snapshot in Checkpoint.objects.filter(instance_id=instance_id).order_by("-seq")[:5]:
             if snapshot.verifies():
-                kept.append(snapshot.pk)
+                kept.append(snapshot)
                 break
+    return kept
+
+
+def kept_deltas(snapshots: list[Checkpoint]) -> Q:
+    """The state deltas those snapshots refer to for their large values (docs/DESIGN.md, "Snapshots by
+    reference"): they stay with them. Matches nothing when none refers to any."""
+    kept = Q(pk__in=[])
+    for snapshot in snapshots:
+        refs = deltas.referenced(snapshot.state.get("refs") if isinstance(snapshot.state, dict) else None)
+        if refs:
+            kept |= Q(instance_id=snapshot.instance_id, seq__in=sorted({seq for seq, _ in refs.values()}))
     return kept
 
 
 def history_rows(model: type[models.Model], fk: str, ids: list[int]) -> models.QuerySet[Any]:
     rows = model._base_manager.filter(**{f"{fk}_id__in": ids})
-    return rows.exclude(pk__in=kept_snapshots(ids)) if model is Checkpoint else rows
+    if model is Checkpoint:
+        return rows.exclude(pk__in=[snapshot.pk for snapshot in kept_snapshots(ids)])
+    if model is StateDelta:
+        return rows.exclude(kept_deltas(kept_snapshots(ids)))
+    return rows
 
 
 def has_history(ids: list[int]) -> set[int]:

@@ -53,6 +53,8 @@ def restore_instance(instance_id: int, actor: Any = None) -> Recovery:
         # from its start are kept while no snapshot supersedes them).
         tr.set_instance(context=rebuilt.context)
         tr.checkpoint = True
+        # Every value copied: the newest deltas, which a snapshot would refer to, may be the damaged ones.
+        tr.snapshot_inline = True
         tr.event("instance_restored", checkpoint_seq=found.checkpoint.seq if found.checkpoint else 0,
                  replayed=found.replayed,
                  by=actor.get_username() if getattr(actor, "pk", None) else "system")

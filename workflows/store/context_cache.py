@@ -6,8 +6,8 @@ which every context change moves, so an entry whose seq differs from the row's i
 simply not used (the reader rebuilds from the database and the entry is replaced). Only committed
 contexts go in (after COMMIT, or read in autocommit), so a seq never names two different contexts.
 
-Bounded in bytes (STEADYFLOW["CONTEXT_CACHE_BYTES"]; the size of an entry is the instance's snapshot
-plus delta bytes, what it costs as JSON), least recently used out first, so a worker's memory stays
+Bounded in bytes (STEADYFLOW["CONTEXT_CACHE_BYTES"]; the size of an entry is the context's JSON size
+as its instance row keeps it, `entry_bytes`), least recently used out first, so a worker's memory stays
 flat however many instances pass through it. Entries are never handed out or stored by reference:
 `get` and `put` copy the top-level dict (values are shared and treated as immutable, as everywhere
 in the runtime, which replaces a key rather than changing a value in place).
@@ -37,6 +37,13 @@ def get(instance_id: int, seq: int) -> dict[str, Any] | None:
             return None
         _entries.move_to_end(instance_id)
         return dict(entry[2])
+
+
+def entry_bytes(instance: Any) -> int:
+    """What an instance's context counts for in the bound: its JSON size (context_bytes, kept by every
+    delta), at least 256 (a dict's own cost). Not its snapshot's size: a snapshot refers to its large
+    values instead of holding them (store/snapshot_refs.py)."""
+    return max(256, int(instance.context_bytes or 0), int(instance.delta_bytes or 0))
 
 
 def put(instance_id: int, seq: int, size: int, context: dict[str, Any]) -> None:

@@ -22,7 +22,7 @@ from django.db.models import Sum
 from workflows.engine import deltas
 from workflows.engine.statuses import StepStatus
 from workflows.models import Checkpoint, Event, ReviewItem, StateDelta, StepRun, WorkflowInstance, canonical_json
-from workflows.store import context_cache
+from workflows.store import context_cache, snapshot_refs
 from workflows.store.unit import UnitOfWork
 
 
@@ -234,7 +234,8 @@ class OrmStore:
         inst.updated_at = unit.now
         delta = unit.delta()
         delta_text = deltas.canonical_text(delta) if delta is not None else None
-        state = unit.checkpoint_state() if unit.snapshot_due(len(delta_text) if delta_text else 0) else None
+        due = unit.snapshot_due(len(delta_text) if delta_text else 0)
+        state = unit.checkpoint_state(snapshot_refs.refs_for(self, unit)) if due else None
         state_text = canonical_json(state) if state is not None else None
         unit.state_written(len(delta_text) if delta_text is not None else None,
                            len(state_text) if state_text is not None else None)
@@ -274,8 +275,26 @@ class OrmStore:
         context = inst.__dict__.get("context")
         if context is None or inst.pk is None:
             return
-        key = (inst.pk, int(inst.context_seq), max(256, int(inst.snapshot_bytes) + int(inst.delta_bytes)))
+        key = (inst.pk, int(inst.context_seq), context_cache.entry_bytes(inst))
         self.on_commit(lambda: context_cache.put(*key, context))
+
+    # --- State reads the snapshot writer needs (store/snapshot_refs.py) -----------------------------
+
+    def delta_key_seqs(self, instance_id: int, after_seq: int) -> dict[str, int]:
+        """For each context key set by a delta of the instance after `after_seq`: the seq of the last one."""
+        seqs: dict[str, int] = {}
+        for seq, delta in (StateDelta.objects.filter(instance_id=instance_id, seq__gt=after_seq)
+                           .order_by("seq", "id").values_list("seq", "delta")):
+            set_part = delta.get("set") if isinstance(delta, dict) else None
+            seqs.update(dict.fromkeys(set_part if isinstance(set_part, dict) else (), seq))
+        return seqs
+
+    def snapshot_refs_at(self, instance_id: int, seq: int) -> dict[str, tuple[int, str]] | None:
+        """The references of the instance's snapshot at `seq`, None when there is none that verifies."""
+        for snapshot in Checkpoint.objects.filter(instance_id=instance_id, seq=seq).order_by("-id"):
+            if snapshot.verifies():
+                return deltas.referenced(snapshot.state.get("refs"))
+        return None
 
 
 def loads(value: Any) -> Any:

@@ -21,6 +21,7 @@ from django.db import connection
 
 from workflows.engine import deltas
 from workflows.models import StepRun, WorkflowInstance
+from workflows.store import snapshot_refs
 from workflows.store import statements as sql
 from workflows.store.orm import OrmStore, StaleWrite, loads
 from workflows.store.unit import UnitOfWork
@@ -221,7 +222,9 @@ class SqlStore(OrmStore):
         delta_text = canonical(delta) if delta is not None else None
         snapshot = None
         if unit.snapshot_due(len(delta_text) if delta_text is not None else 0):
-            snapshot = self._checkpoint_text(unit, canonical(inst.context), state_json)
+            refs = snapshot_refs.refs_for(self, unit)
+            snapshot = self._checkpoint_text(unit, canonical(snapshot_refs.inline_context(inst.context, refs)),
+                                             state_json, canonical(refs) if refs else None)
         unit.state_written(len(delta_text) if delta_text is not None else None,
                            len(snapshot) if snapshot is not None else None)
         batch: list[tuple[str, Sequence[Any]]] = [(self.update_instance, (
@@ -291,14 +294,23 @@ class SqlStore(OrmStore):
         self.remember_context(unit)
 
     @staticmethod
-    def _checkpoint_text(unit: UnitOfWork, context_json: str, state_json: str) -> str:
+    def _checkpoint_text(unit: UnitOfWork, context_json: str, state_json: str, refs_json: str | None) -> str:
         """The checkpoint's canonical JSON, assembled from the parts already serialised: byte for byte
-        what Checkpoint.checksum_of serialises (keys sorted: context, loop_count, open_steps, seq,
-        state, status)."""
+        what Checkpoint.checksum_of serialises (keys sorted: context, loop_count, open_steps, [refs],
+        seq, state, status)."""
         inst = unit.instance
+        refs = f'"refs":{refs_json},' if refs_json is not None else ""
         return (f'{{"context":{context_json},"loop_count":{canonical(inst.loop_count)},'
-                f'"open_steps":{canonical(inst.open_steps)},"seq":{canonical(inst.event_seq)},'
+                f'"open_steps":{canonical(inst.open_steps)},{refs}"seq":{canonical(inst.event_seq)},'
                 f'"state":{state_json},"status":{canonical(str(inst.status))}}}')
+
+    delta_key_seqs_statement = sql.PG_DELTA_KEY_SEQS
+
+    def delta_key_seqs(self, instance_id: int, after_seq: int) -> dict[str, int]:
+        with connection.wrap_database_errors:
+            cursor = self.raw().cursor()
+            cursor.execute(self.text(self.delta_key_seqs_statement), (instance_id, after_seq))
+            return {str(key): int(seq) for key, seq in cursor.fetchall()}
 
     def extend_leases(self, leases: Iterable[tuple[int, str]], now: datetime, until: datetime) -> int:
         raise NotImplementedError

@@ -32,6 +32,7 @@ def _sqlite_text(statement: str) -> str:
 
 class SqliteStore(SqlStore):
     name = "sqlite"
+    delta_key_seqs_statement = sql.SQLITE_DELTA_KEY_SEQS
 
     def text(self, statement: str) -> str:
         return _sqlite_text(statement)

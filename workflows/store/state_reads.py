@@ -37,9 +37,29 @@ class Rebuilt:
     seq: int = 0  # the seq it was rebuilt at, when asked for one (rerun-from-node)
 
 
+def snapshot_context(snapshot: Any) -> dict[str, Any] | None:
+    """A verified snapshot's context: its inline values and those it refers to in deltas (store/
+    snapshot_refs.py), each reference checked; None when one does not lead to its value."""
+    from workflows.models import StateDelta
+
+    state = snapshot.state if isinstance(snapshot.state, dict) else {}
+    inline = state.get("context") or {}
+    refs = deltas.referenced(state.get("refs"))
+    if not refs:
+        return dict(inline)
+    sets: dict[int, Any] = {}
+    for row in StateDelta.objects.filter(instance_id=snapshot.instance_id, seq__in={seq for seq, _ in refs.values()}):
+        if row.verifies() and isinstance(row.delta, dict) and isinstance(row.delta.get("set"), dict):
+            sets[row.seq] = row.delta["set"]
+        else:
+            sets.setdefault(row.seq, None)
+    return deltas.resolve(inline, refs, sets)
+
+
 def newest_snapshot(instance_id: int, upto: int | None = None) -> tuple[Any, list[int]]:
-    """The newest snapshot at or before `upto` whose checksum verifies, and the seqs of the newer
-    ones that did not (each logged)."""
+    """The newest snapshot at or before `upto` whose checksum verifies and whose references lead to
+    their values, and the seqs of the newer ones that did not (each logged). The snapshot comes with
+    its context resolved (`resolved_context`)."""
     from workflows.models import Checkpoint
 
     rows = Checkpoint.objects.filter(instance_id=instance_id)
@@ -50,10 +70,18 @@ def newest_snapshot(instance_id: int, upto: int | None = None) -> tuple[Any, lis
         snapshot = Checkpoint.objects.filter(pk=pk).first()
         if snapshot is None:
             continue  # pruned meanwhile
-        if snapshot.verifies():
-            return snapshot, corrupt
-        corrupt.append(seq)
-        log.error("instance %s: snapshot at seq %s fails its checksum; skipped", instance_id, seq)
+        if not snapshot.verifies():
+            corrupt.append(seq)
+            log.error("instance %s: snapshot at seq %s fails its checksum; skipped", instance_id, seq)
+            continue
+        context = snapshot_context(snapshot)
+        if context is None:
+            corrupt.append(seq)
+            log.error("instance %s: snapshot at seq %s refers to a delta that is missing, damaged or holds another "
+                      "value; skipped", instance_id, seq)
+            continue
+        snapshot.resolved_context = context
+        return snapshot, corrupt
     return None, corrupt
 
 
@@ -65,7 +93,7 @@ def rebuild(instance_id: int, creation_context: Callable[[], dict[str, Any]], *,
 
     snapshot, corrupt = newest_snapshot(instance_id, upto) if look_for_snapshot else (None, [])
     if snapshot is not None:
-        context = dict(snapshot.state.get("context") or {})
+        context = dict(snapshot.resolved_context or {})
         base_seq = snapshot.seq
     else:
         context = dict(creation_context())
@@ -118,7 +146,7 @@ def current_context(instance: Any) -> dict[str, Any]:
     if not connection.in_atomic_block and (found.snapshot is None or found.snapshot.seq <= seq):
         # Committed (autocommit read): safe to keep under its seq. Inside a transaction the rows may
         # be this transaction's own, not yet committed; the writer caches them after COMMIT.
-        context_cache.put(instance.pk, seq, int(instance.snapshot_bytes) + int(instance.delta_bytes), context)
+        context_cache.put(instance.pk, seq, context_cache.entry_bytes(instance), context)
     return context
 
 

@@ -261,6 +261,20 @@ INSERT_DELTA = (
 )
 """A transition's state delta. Params: instance id, seq, delta, checksum, created at."""
 
+PG_DELTA_KEY_SEQS = (
+    f"SELECT k.key, max(d.seq) FROM {DELTA} d CROSS JOIN LATERAL jsonb_object_keys(CASE WHEN "
+    f"jsonb_typeof(d.delta -> 'set') = 'object' THEN d.delta -> 'set' ELSE '{{}}'::jsonb END) AS k(key) "
+    f"WHERE d.instance_id = %s AND d.seq > %s GROUP BY k.key"
+)
+"""For each context key the instance's deltas after a seq set: the last seq that set it (the keys
+only: the values stay in the database). Params: instance id, seq."""
+
+SQLITE_DELTA_KEY_SEQS = (
+    f"SELECT j.key, max(d.seq) FROM {DELTA} d, json_each(d.delta, '$.set') AS j "
+    f"WHERE d.instance_id = %s AND d.seq > %s AND json_type(d.delta, '$.set') = 'object' GROUP BY j.key"
+)
+"""PG_DELTA_KEY_SEQS on SQLite. Params: instance id, seq."""
+
 CLOSE_REVIEWS = (f"UPDATE {REVIEW} SET status = {REVIEW_CLOSED}, decided_at = %s WHERE instance_id = %s "
                  f"AND status = {REVIEW_OPEN}")
 """Nothing is left to decide on an instance that ended. Params: now, instance id."""

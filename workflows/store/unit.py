@@ -70,6 +70,9 @@ class UnitOfWork:
     # A full snapshot of the state: True forces one, False forbids one (a claim), None lets the
     # policy decide at write time (snapshots.due).
     checkpoint: bool | None = None
+    # The snapshot copies every value instead of referring to the deltas that hold the large ones
+    # (store/snapshot_refs.py): a recovery's, rebuilt around damaged rows.
+    snapshot_inline: bool = False
     # The state delta: context keys set (their new values) and removed by this transition.
     context_set: dict[str, Any] = field(default_factory=dict)
     context_unset: set[str] = field(default_factory=set)
@@ -231,10 +234,16 @@ class UnitOfWork:
             inst.delta_bytes = 0
         self.instance_fields.update(("context_seq", "snapshot_seq", "snapshot_bytes", "delta_bytes"))
 
-    def checkpoint_state(self) -> dict[str, Any]:
+    def checkpoint_state(self, refs: dict[str, Any] | None = None) -> dict[str, Any]:
+        """The snapshot's state: the context's values (but those referred to by `refs`: {key: [seq,
+        digest]}, store/snapshot_refs.py) and the instance's bookkeeping."""
         inst = self.instance
-        return {"context": inst.context, "state": inst.state, "loop_count": inst.loop_count,
-                "open_steps": inst.open_steps, "status": str(inst.status), "seq": inst.event_seq}
+        context = {k: v for k, v in inst.context.items() if k not in refs} if refs else inst.context
+        state = {"context": context, "state": inst.state, "loop_count": inst.loop_count,
+                 "open_steps": inst.open_steps, "status": str(inst.status), "seq": inst.event_seq}
+        if refs:
+            state["refs"] = refs
+        return state
 
     def event_payload(self, event: PendingEvent) -> dict[str, Any]:
         if event.review is not None:
