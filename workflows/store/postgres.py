@@ -38,28 +38,28 @@ class PostgresStore(SqlStore):
     def instance_guard(self, unit: UnitOfWork) -> tuple[Any, ...]:
         return (unit.loaded_seq,)
 
-    def events_statement(self, unit: UnitOfWork, now: Any) -> tuple[str, Sequence[Any]]:
-        """The unit's events as parallel arrays: one prepared statement for any number of rows."""
-        inst = unit.instance
-        seqs: list[int] = []
-        types: list[str] = []
-        nodes: list[str] = []
-        step_ids: list[int | None] = []
-        step_nodes: list[str | None] = []
-        visits: list[int | None] = []
-        payloads: list[str] = []
-        for event in unit.events:
-            step = event.step
-            seqs.append(event.seq)
-            types.append(event.type)
-            nodes.append(event.node_id)
-            payloads.append(compact(unit.event_payload(event)))
-            new = step is not None and step.pk is None
-            step_ids.append(step.pk if step is not None else None)
-            step_nodes.append(step.node_id if step is not None and new else None)
-            visits.append(step.visit if step is not None and new else None)
-        return sql.PG_INSERT_EVENTS, (inst.pk, inst.pk, now, seqs, types, nodes, step_ids, step_nodes, visits,
-                                      payloads)
+    # Every unit's events of a batch go in one statement, after all of the batch's step writes.
+    combines_events = True
+
+    def events_of(self, units: list[UnitOfWork]) -> tuple[str, Sequence[Any]]:
+        """The units' events as parallel arrays: one prepared statement for any number of rows."""
+        columns: tuple[list[Any], ...] = ([], [], [], [], [], [], [], [], [])
+        instances, seqs, types, nodes, step_ids, step_nodes, visits, payloads, times = columns
+        for unit in units:
+            pk = unit.instance.pk
+            for event in unit.events:
+                step = event.step
+                new = step is not None and step.pk is None
+                instances.append(pk)
+                seqs.append(event.seq)
+                types.append(event.type)
+                nodes.append(event.node_id)
+                step_ids.append(step.pk if step is not None else None)
+                step_nodes.append(step.node_id if step is not None and new else None)
+                visits.append(step.visit if step is not None and new else None)
+                payloads.append(compact(unit.event_payload(event)))
+                times.append(unit.now)
+        return sql.PG_INSERT_EVENTS, columns
 
     def cursor(self) -> psycopg.Cursor[Any]:
         # Server-side binding, so statements can be prepared (Django's own cursors bind client-side).
@@ -159,13 +159,8 @@ class PostgresStore(SqlStore):
         """BEGIN, the units' guarded writes and COMMIT in one round trip. False (rolled back) when a
         guard failed: an instance or a step moved on while the runtime decided."""
         units = units if isinstance(units, list) else [units]
-        batch: list[tuple[str, Sequence[Any]]] = [("BEGIN", ())]
-        spans = []
-        for unit in units:
-            statements, steps = self.unit_batch(unit)
-            # Each unit's batch: the instance's UPDATE, then its step writes (new steps' ids).
-            spans.append((len(batch) + 1, steps))
-            batch += statements
+        writes, spans = self.units_batch(units, first=1)
+        batch: list[tuple[str, Sequence[Any]]] = [("BEGIN", ()), *writes]
         conn = self.raw()
         try:
             with connection.wrap_database_errors:

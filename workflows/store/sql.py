@@ -212,9 +212,31 @@ class SqlStore(OrmStore):
                            payload, now)
         return sql.insert_events(tuple(of_new_steps)), params
 
-    def unit_batch(self, unit: UnitOfWork) -> tuple[list[tuple[str, Sequence[Any]]], int]:
+    # PostgreSQL writes the events of every unit of a batch with one statement (events_of).
+    combines_events = False
+
+    def events_of(self, units: list[UnitOfWork]) -> tuple[str, Sequence[Any]]:
+        raise NotImplementedError
+
+    def units_batch(self, units: list[UnitOfWork], first: int = 0) -> tuple[list[tuple[str, Sequence[Any]]],
+                                                                            list[tuple[int, int]]]:
+        """The statements that write several units (of different instances) in one batch, and for
+        each unit where its step writes are in the batch (offset by `first`) and how many."""
+        batch: list[tuple[str, Sequence[Any]]] = []
+        spans = []
+        for unit in units:
+            statements, steps = self.unit_batch(unit, events=not self.combines_events)
+            # Each unit's batch: the instance's UPDATE, then its step writes (new steps' ids).
+            spans.append((first + len(batch) + 1, steps))
+            batch += statements
+        if self.combines_events and any(unit.events for unit in units):
+            batch.append(self.events_of(units))
+        return batch, spans
+
+    def unit_batch(self, unit: UnitOfWork, *, events: bool = True) -> tuple[list[tuple[str, Sequence[Any]]], int]:
         """The statements that write a unit (the instance first: its lock comes before any step's),
-        and how many of them, after the first, are its step writes (checked once they ran)."""
+        and how many of them, after the first, are its step writes (checked once they ran).
+        `events`: False leaves its events to the caller (units_batch)."""
         inst = unit.instance
         inst.updated_at = unit.now
         state_json = canonical(inst.state)
@@ -238,7 +260,7 @@ class SqlStore(OrmStore):
         now = self.ts(unit.now)
         if unit.close_reviews:
             batch.append((sql.CLOSE_REVIEWS, (now, inst.pk)))
-        if unit.events:
+        if unit.events and events:
             batch.append(self.events_statement(unit, now))
         if delta_text is not None:
             seq = unit.delta_seq()
@@ -253,12 +275,7 @@ class SqlStore(OrmStore):
         if any(unit.new_reviews for unit in units):
             super().apply_many(units)
             return
-        batch: list[tuple[str, Sequence[Any]]] = []
-        spans = []
-        for unit in units:
-            statements, steps = self.unit_batch(unit)
-            spans.append((len(batch) + 1, steps))
-            batch += statements
+        batch, spans = self.units_batch(units)
         with connection.wrap_database_errors:
             cursors = self.run_batch(batch)
             for unit, (first, steps) in zip(units, spans, strict=True):
@@ -284,7 +301,8 @@ class SqlStore(OrmStore):
             unit.new_steps.clear()
             for item in unit.new_reviews:
                 item.save(force_insert=True)
-        batch, steps = self.unit_batch(unit)
+        batch, spans = self.units_batch([unit])
+        steps = spans[0][1]
         with connection.wrap_database_errors:
             cursors = self.run_batch(batch)
             self._check_steps(unit, cursors[1:1 + steps])

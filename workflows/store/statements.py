@@ -239,17 +239,18 @@ def insert_events(of_new_steps: tuple[bool, ...]) -> str:
 
 PG_INSERT_EVENTS = (
     f"INSERT INTO {EVENT} (instance_id, seq, type, node_id, step_id, payload, created_at) "
-    f"SELECT %s, e.seq, e.type, e.node_id, CASE WHEN e.visit IS NULL THEN e.step_id ELSE "
-    f"(SELECT s.id FROM {STEP} s WHERE s.instance_id = %s AND s.node_id = e.step_node AND s.visit = e.visit) END, "
-    f"e.payload, %s "
-    f"FROM unnest(%s::integer[], %s::text[], %s::text[], %s::bigint[], %s::text[], %s::integer[], %s::jsonb[]) "
-    f"AS e(seq, type, node_id, step_id, step_node, visit, payload)"
+    f"SELECT e.instance_id, e.seq, e.type, e.node_id, CASE WHEN e.visit IS NULL THEN e.step_id ELSE "
+    f"(SELECT s.id FROM {STEP} s WHERE s.instance_id = e.instance_id AND s.node_id = e.step_node "
+    f"AND s.visit = e.visit) END, e.payload, e.created_at "
+    f"FROM unnest(%s::bigint[], %s::integer[], %s::text[], %s::text[], %s::bigint[], %s::text[], %s::integer[], "
+    f"%s::jsonb[], %s::timestamptz[]) "
+    f"AS e(instance_id, seq, type, node_id, step_id, step_node, visit, payload, created_at)"
 )
-"""All of a unit's events in one statement of one text (prepared once, whatever their number), as
-parallel arrays in seq order. An event of a step inserted earlier in the same batch has a NULL step
-id and that step's node id and visit: its id is looked up by its unique (instance, node, visit).
-Params: instance id, instance id, created at, then the arrays: seqs, types, node ids, step
-ids, step node ids, step visits, payloads."""
+"""The events of one unit, or of every unit of a batch (a bulk start, a group commit), in one
+statement of one text (prepared once, whatever their number), as parallel arrays. An event of a step
+inserted earlier in the same batch has a NULL step id and that step's node id and visit: its id is
+looked up by its unique (instance, node, visit). Params, the arrays: instance ids, seqs, types, node
+ids, step ids, step node ids, step visits, payloads, created ats."""
 
 INSERT_CHECKPOINT = (
     f"INSERT INTO {CHECKPOINT} (instance_id, seq, state, checksum, created_at) VALUES (%s, %s, %s::jsonb, %s, %s)"
