@@ -12,6 +12,17 @@ from tests.workflows.support import edge, py
 NO_JITTER = {"jitter": False}
 
 
+def notes_chain(function: str, steps: int, size: int) -> dict[str, Any]:
+    """`steps` python steps in a row, step i calling `function` with {"n": i, "size": size} (the state
+    delta tests: each step sets context keys of that size)."""
+    ids = ["start", *(f"s{i}" for i in range(1, steps + 1)), "end"]
+    nodes = [{"id": "start", "type": "start"},
+             *(py(f"s{i}", function, args={"n": i, "size": size}) for i in range(1, steps + 1)),
+             {"id": "end", "type": "end"}]
+    return {"nodes": nodes, "edges": [edge(a, b) for a, b in zip(ids, ids[1:], strict=False)],
+            "settings": {"max_transitions": 100}}
+
+
 def chain() -> dict[str, Any]:
     """Three python steps on one queue: the second and third run inline after the first."""
     return {

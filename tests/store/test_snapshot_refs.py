@@ -13,6 +13,7 @@ from typing import Any
 import pytest
 from django.db import connection
 
+from tests.store import graphs
 from tests.store.driver import Captured, Clock, Driver
 from workflows.engine import deltas
 from workflows.engine.functions import FunctionCall, FunctionResult, register_function
@@ -36,13 +37,7 @@ def note(call: FunctionCall) -> FunctionResult:
 
 
 def notes_graph(steps: int, size: int = BIG) -> dict[str, Any]:
-    ids = ["start", *(f"s{i}" for i in range(1, steps + 1)), "end"]
-    nodes = [{"id": "start", "type": "start"},
-             *({"id": f"s{i}", "type": "python", "config": {"function": "refstests.note",
-                                                              "args": {"n": i, "size": size}}}
-               for i in range(1, steps + 1)), {"id": "end", "type": "end"}]
-    return {"nodes": nodes, "edges": [{"source": a, "target": b} for a, b in zip(ids, ids[1:], strict=False)],
-            "settings": {"max_transitions": 100}}
+    return graphs.notes_chain("refstests.note", steps, size)
 
 
 def expected_context(steps: int, size: int = BIG) -> dict[str, Any]:
