@@ -104,8 +104,17 @@ def node_center(page: Any, node: str) -> tuple[float, float]:
 def inspect_node(page: Any, node: str) -> None:
     """Click `node` on the live graph until the inspector shows it. The graph re-fits as steps arrive (new
     nodes drawn, a layout pass), so a position read just before the click can be stale by the time it lands
-    (seen on a loaded machine: the click opened a neighbour)."""
+    (seen on a loaded machine: the click opened a neighbour). The node is brought to the middle of the canvas
+    at a readable zoom first, as a user would: fitted whole, a graph's nodes can overlap at their edges."""
     shown = "(id) => document.getElementById('insp-title').textContent.startsWith(id + ' ')"
+    view = page.evaluate("({zoom: steadyflowLive.cy.zoom(), pan: steadyflowLive.cy.pan()})")
+    try:
+        _click_until_shown(page, node, shown)
+    finally:  # the view as it was (the pictures taken next show the whole graph)
+        page.evaluate("(v) => steadyflowLive.cy.viewport(v)", view)
+
+
+def _click_until_shown(page: Any, node: str, shown: str) -> None:
     clicked = False
     for _ in range(10):
         # A click of ours that landed but whose inspector came after the wait (a loaded machine) is not
@@ -113,6 +122,8 @@ def inspect_node(page: Any, node: str) -> None:
         # wants the node's runs read afresh.)
         if clicked and page.evaluate(shown, node):
             return
+        page.evaluate("(id) => { const cy = steadyflowLive.cy; cy.zoom(Math.max(cy.zoom(), 1));"
+                      " cy.center(cy.getElementById(id)); }", node)
         before = node_center(page, node)
         page.wait_for_timeout(100)
         at = node_center(page, node)
@@ -125,7 +136,11 @@ def inspect_node(page: Any, node: str) -> None:
             return
         except Exception:  # noqa: BLE001 - Playwright's TimeoutError: the graph moved under the click
             continue
-    raise AssertionError(f"the inspector never showed {node!r}")
+    # What was there instead: the inspector's title and the element under the last click.
+    title = page.evaluate("document.getElementById('insp-title').textContent")
+    under = page.evaluate("([x, y]) => { const e = document.elementFromPoint(x, y);"
+                          " return e ? e.outerHTML.slice(0, 200) : null; }", list(at)) if clicked else None
+    raise AssertionError(f"the inspector never showed {node!r}: it shows {title!r}; under the last click: {under!r}")
 
 
 def test_nodes_turn_running_then_succeeded_in_order_and_time_travel_shows_the_past(
