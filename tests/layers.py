@@ -59,6 +59,8 @@ GROUP_OF = {
     "workflows.triggers.models": "workflows.models",  # rows of the `workflows` app (workflows.models imports them)
     "workflows.evaluations.models": "workflows.models",  # likewise
     "workflows.retention.models": "workflows.models",  # likewise
+    "workflows.credentials.models": "workflows.models",  # likewise
+    "workflows.operators.models": "workflows.models",  # likewise
     "dashboard.api.http": "dashboard.api.http",  # the JSON helpers every endpoint shares, pages' included
     "dashboard.api.shapes": "dashboard.api.shapes",
     "dashboard.api.diff_details": "dashboard.api.shapes",

@@ -346,75 +346,6 @@ class StateDelta(models.Model):
         return self.checksum == checksum_of(self.seq, self.delta)
 
 
-class ReviewReason(models.TextChoices):
-    LOOP_BREAKER = "loop_breaker"
-    CIRCUIT_OPEN = "circuit_open"
-    TTL_EXPIRED = "ttl_expired"
-    BUDGET_EXCEEDED = "budget_exceeded"
-    COMPENSATION_FAILED = "compensation_failed"
-    POISON_STEP = "poison_step"
-    HUMAN_TASK = "human_task"
-
-
-class ReviewStatus(models.TextChoices):
-    OPEN = "open"
-    APPROVED = "approved"
-    REJECTED = "rejected"
-    CANCELLED = "cancelled"
-    CLOSED = "closed"  # the instance ended another way (cancelled, expired) before anyone decided
-
-
-class ReviewItem(models.Model):
-    """The manual review queue: one item per halt, or per human task."""
-
-    instance = models.ForeignKey(WorkflowInstance, on_delete=models.CASCADE, related_name="reviews")
-    step = models.ForeignKey(StepRun, null=True, blank=True, on_delete=models.SET_NULL, related_name="+")
-    node_id = models.CharField(max_length=64, blank=True)
-    reason = models.CharField(max_length=32, choices=ReviewReason.choices, db_index=True)
-    status = models.CharField(max_length=16, choices=ReviewStatus.choices, default=ReviewStatus.OPEN)
-    details = models.JSONField(default=dict)
-    decision = models.JSONField(null=True, blank=True)
-    decided_by = models.ForeignKey(settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.SET_NULL,
-                                   related_name="+")
-    decided_at = models.DateTimeField(null=True, blank=True)
-    note = models.TextField(blank=True)
-    assignee_group = models.CharField(max_length=150, blank=True)
-    created_at = models.DateTimeField(default=timezone.now)
-
-    class Meta:
-        ordering = ["-created_at"]
-        indexes = [models.Index(fields=["status", "created_at"], name="review_status_created")]
-        permissions = [("decide_reviewitem", "Can decide review items")]
-
-    def __str__(self) -> str:
-        return f"{self.get_reason_display()} on instance {self.instance_id} ({self.status})"
-
-    @property
-    def is_open(self) -> bool:
-        return self.status == ReviewStatus.OPEN
-
-
-class AuditEntry(models.Model):
-    """Who did what to an instance, with the state before and after. Append-only."""
-
-    instance = models.ForeignKey(WorkflowInstance, on_delete=models.CASCADE, related_name="audit")
-    review = models.ForeignKey(ReviewItem, null=True, blank=True, on_delete=models.SET_NULL, related_name="audit")
-    actor = models.ForeignKey(settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.SET_NULL,
-                              related_name="+")
-    action = models.CharField(max_length=40)
-    before = models.JSONField(default=dict)
-    after = models.JSONField(default=dict)
-    note = models.TextField(blank=True)
-    created_at = models.DateTimeField(default=timezone.now)
-
-    class Meta:
-        ordering = ["-created_at"]
-        verbose_name_plural = "audit entries"
-
-    def __str__(self) -> str:
-        return f"{self.action} by {self.actor} on {self.instance_id}"
-
-
 class BreakerState(models.Model):
     """A circuit breaker per LLM provider/model, shared by every worker process (see engine/breaker.py)."""
 
@@ -430,61 +361,6 @@ class BreakerState(models.Model):
 
     def __str__(self) -> str:
         return f"{self.key}: {self.state}"
-
-
-class CredentialKind(models.TextChoices):
-    SECRET = "secret", "Secret (referenced as {{ secrets.NAME }})"
-    LLM_PROVIDER = "llm_provider", "LLM provider (base URL, key, models)"
-    MCP_SERVER = "mcp_server", "MCP server (URL, bearer token)"
-
-
-class Credential(models.Model):
-    """A named credential, its value encrypted at rest (workflows/credentials/store.py: Fernet with
-    STEADYFLOW_CREDENTIALS_KEY). Write-only: nothing ever shows a value after it is saved."""
-
-    name = models.CharField(max_length=64, unique=True)
-    kind = models.CharField(max_length=16, choices=CredentialKind.choices, default=CredentialKind.SECRET)
-    encrypted_value = models.TextField(editable=False)
-    # LLM providers: their API's base URL and the models nodes may ask for (empty: any). MCP servers:
-    # their streamable-HTTP endpoint.
-    base_url = models.URLField(max_length=500, blank=True)
-    allowed_models = models.JSONField(default=list, blank=True)
-    description = models.CharField(max_length=200, blank=True)
-    created_at = models.DateTimeField(default=timezone.now)
-    updated_at = models.DateTimeField(default=timezone.now)
-    updated_by = models.ForeignKey(settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.SET_NULL,
-                                   related_name="+")
-
-    class Meta:
-        ordering = ["name"]
-
-    def __str__(self) -> str:
-        return f"{self.name} ({self.kind})"
-
-    @classmethod
-    def from_db(cls, db: Any, field_names: Any, values: Any) -> Credential:
-        loaded = super().from_db(db, field_names, values)
-        # Where it was sent, and its value, as loaded: save() refuses a new destination with the old value.
-        loaded._loaded_destination = (loaded.__dict__.get("kind"), loaded.__dict__.get("base_url"),
-                                      loaded.__dict__.get("encrypted_value"))
-        return loaded
-
-    def save(self, *args: Any, **kwargs: Any) -> None:
-        loaded = getattr(self, "_loaded_destination", None)
-        if self.pk and loaded is not None and loaded[2] == self.encrypted_value:
-            from workflows.credentials.rules import CredentialError, destination_change
-
-            changed = destination_change(str(loaded[0]), str(loaded[1] or ""), str(self.kind), str(self.base_url))
-            if changed:
-                raise CredentialError(f"value: {changed}")
-        super().save(*args, **kwargs)
-        self._loaded_destination = (self.kind, self.base_url, self.encrypted_value)
-
-    def set_value(self, value: str) -> None:
-        from workflows.credentials.crypto import encrypt
-
-        self.encrypted_value = encrypt(value)
-        self.updated_at = timezone.now()
 
 
 class LLMCacheEntry(models.Model):
@@ -515,14 +391,17 @@ class LLMCacheEntry(models.Model):
         return f"{self.node_id} {self.key[:12]}"
 
 
-# Evaluations (workflows/evaluations/), retention's daily rollup (workflows/retention/) and triggers and
+# Credentials (workflows/credentials/), evaluations (workflows/evaluations/), review items and the audit
+# trail (workflows/operators/), retention's daily rollup (workflows/retention/) and triggers and
 # notifications (workflows/triggers/): their rows belong to this app.
+from workflows.credentials.models import Credential, CredentialKind  # noqa: E402, F401
 from workflows.evaluations.models import (  # noqa: E402, F401
     Dataset,
     DatasetRow,
     Evaluation,
     EvaluationResult,
 )
+from workflows.operators.models import AuditEntry, ReviewItem, ReviewReason, ReviewStatus  # noqa: E402, F401
 from workflows.retention.models import DailyRollup  # noqa: E402, F401
 from workflows.triggers.models import (  # noqa: E402, F401
     DeliveryAttempt,
