@@ -16,17 +16,14 @@ from django.db import OperationalError
 
 from workflows.database_outage import DatabaseOutage
 from workflows.runtime import loop
-from workflows.workers.aiworker import AIConsumer
+from workflows.workers.ai_steps import StepJobs
 
 pytestmark = pytest.mark.django_db(transaction=True)
 
 
-def consumer(pool: ThreadPoolExecutor) -> Any:
-    """Just what AIConsumer's claims use: its name and its database thread pool."""
-    def in_pool(_pool: Any, fn: Any, *args: Any) -> asyncio.Future[Any]:
-        return asyncio.wrap_future(pool.submit(fn, *args))
-
-    return SimpleNamespace(name="ai-test", db=pool, _in=in_pool)
+def consumer(pool: ThreadPoolExecutor) -> StepJobs:
+    """The consumer's step jobs with a database thread pool of one (no other pool, commits or stop needed)."""
+    return StepJobs("ai-test", pool, pool, None, lambda: False)  # type: ignore[arg-type]
 
 
 @pytest.fixture
@@ -51,10 +48,10 @@ def test_failed_claims_take_nothing_and_are_logged_once(database_away: list[str]
     async def claims() -> list[Any]:
         with ThreadPoolExecutor(1) as pool:
             me = consumer(pool)
-            single = [await AIConsumer._claim(me, SimpleNamespace(claims=None), pk) for pk in (11, 12)]
+            single = [await me.claim(SimpleNamespace(claims=None), pk) for pk in (11, 12)]  # type: ignore[arg-type]
             # A round of jobs claimed together, then each job looks for its own step among them.
-            job = SimpleNamespace(claims=AIConsumer._claim_all(me, [13, 14]))
-            return [*single, await AIConsumer._claim(me, job, 13)]
+            job = SimpleNamespace(claims=me.claim_all([13, 14]))
+            return [*single, await me.claim(job, 13)]  # type: ignore[arg-type]
 
     assert asyncio.run(claims()) == [None, None, None]
     assert len(database_away) == 3

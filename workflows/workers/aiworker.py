@@ -9,8 +9,9 @@ workflows/workers/rq_adapter.py) and runs the calls on one asyncio event loop:
   (up to DEQUEUE_BATCH), starts them in RQ (started registry, execution, out of the intermediate
   list) and hands them to the loop;
 - each job is a task on the loop: claim the step, build its call, `await kind.arun(call)` under the
-  node's timeout, commit the outcome. The ORM calls run in a small thread pool (AI_DB_THREADS); the
-  loop itself never touches the database. A node kind without `arun` runs in a second pool;
+  node's timeout, commit the outcome (workflows/workers/ai_steps.py). The ORM calls run in a small
+  thread pool (AI_DB_THREADS); the loop itself never touches the database. A node kind without `arun`
+  runs in a second pool;
 - one bookkeeping thread does every other Redis write, in order: finalising jobs (results,
   failures, statistics), one pipelined heartbeat for the worker and all in-flight jobs each
   monitoring interval, RQ's maintenance;
@@ -36,7 +37,6 @@ and nothing is in flight (a finishing LLM step may enqueue another).
 from __future__ import annotations
 
 import asyncio
-import contextvars
 import logging
 import os
 import secrets
@@ -46,7 +46,6 @@ import threading
 import time
 from collections.abc import Awaitable, Callable
 from concurrent.futures import ThreadPoolExecutor
-from dataclasses import dataclass
 from datetime import timedelta
 from typing import Any, TypeVar
 
@@ -61,12 +60,10 @@ from workflows.adapters import breakers
 from workflows.database_outage import CommitAbandoned, DatabaseOutage
 from workflows.db_threads import DjangoThreadPool
 from workflows.engine import providers
-from workflows.engine.errors import StepTimeout
 from workflows.engine.priorities import queue_names
-from workflows.live import partial as live_partial
-from workflows.observability import metrics
 from workflows.store import get_store
 from workflows.workers import dispatch, rq_adapter
+from workflows.workers.ai_steps import RELEASE_REASON, InFlight, StepJobs, in_pool
 from workflows.workers.groupcommit import GroupCommits
 from workflows.workers.redis_outage import (
     REDIS_ERRORS,
@@ -93,7 +90,6 @@ DEQUEUE_BATCH = 100
 ALLOW_INLINE = False
 # After the grace period: how long to wait for releases and for synchronous handlers to return.
 RELEASE_WAIT_S = 20.0
-RELEASE_REASON = "the ai consumer stopped before the call finished"
 
 
 def _extend_leases(claims: list[runtime.Claim]) -> None:
@@ -101,15 +97,6 @@ def _extend_leases(claims: list[runtime.Claim]) -> None:
     now = clock.now()
     get_store().extend_leases([(claim.step.pk, claim.token) for claim in claims], now,
                               now + timedelta(seconds=runtime.conf("LEASE_S")))
-
-
-@dataclass(eq=False)
-class _InFlight:
-    running: rq_adapter.Running
-    claims: asyncio.Future[list[runtime.Claim]] | None = None  # the claim of its dequeue round
-    claim: runtime.Claim | None = None
-    handler: asyncio.Future[Any] | None = None  # the handler's await: what a stop past the grace cancels
-    released: bool = False
 
 
 class AIConsumer:
@@ -152,10 +139,12 @@ class AIConsumer:
         self.commits = GroupCommits(lambda fn, *a, **k: self._in(self.db, fn, *a, **k),
                                     window_s=float(conf["AI_GROUP_COMMIT_MS"]) / 1000,
                                     most=int(conf["AI_GROUP_COMMIT_MAX"]))
+        # What one job does on the loop: claim, build, await the handler, commit (ai_steps.py).
+        self.steps = StepJobs(self.name, self.db, self.sync, self.commits, lambda: self._releasing)
         self._slots = threading.BoundedSemaphore(self.max_in_flight)
         self._count_lock = threading.Lock()
         self._active = 0  # dequeued and not yet finalised (the dequeue thread and the loop change it)
-        self._in_flight: dict[str, _InFlight] = {}  # by execution id; loop only: heartbeats and leases
+        self._in_flight: dict[str, InFlight] = {}  # by execution id; loop only: heartbeats and leases
         self._tasks: set[asyncio.Task[None]] = set()
         self._stop_dequeue = threading.Event()
         self._releasing = False
@@ -293,21 +282,22 @@ class AIConsumer:
     def _start(self, taken: list[rq_adapter.Running]) -> None:
         step_jobs = [running for running in taken if running.job.func_name == dispatch.JOB_FUNC]
         # The steps of one dequeue round are claimed together: one statement where the store can.
-        claims = self._claim_all([int(running.job.args[0]) for running in step_jobs]) if len(step_jobs) > 1 else None
+        claims = (self.steps.claim_all([int(running.job.args[0]) for running in step_jobs])
+                  if len(step_jobs) > 1 else None)
         for running in taken:
-            job = _InFlight(running, claims=claims)
+            job = InFlight(running, claims=claims)
             self._in_flight[running.execution.id] = job
             task = asyncio.create_task(self._run(job), name=f"job {running.job_id}")
             self._tasks.add(task)
             task.add_done_callback(self._tasks.discard)
 
-    async def _run(self, job: _InFlight) -> None:
+    async def _run(self, job: InFlight) -> None:
         running = job.running
         end: dict[str, Any] = {}
         try:
             try:
                 with rq_adapter.current_job(running.job):
-                    end["return_value"] = await self._perform(job)
+                    end["return_value"] = await self.steps.perform(job)
             except CommitAbandoned:
                 end["return_value"] = 0  # logged once per episode (runtime/loop.py); the lease takes it back
             except Exception as exc:  # noqa: BLE001 - the job's failure, recorded in RQ; we carry on
@@ -328,91 +318,6 @@ class AIConsumer:
             if idle:
                 # Truthful state for `rq info` without waiting for the next heartbeat.
                 await self._quietly(self._book(self.book.set_idle), "worker state")
-
-    async def _perform(self, job: _InFlight) -> Any:
-        """What `workflows.jobs.run_step` does, with the handler awaited on this loop."""
-        rq_job = job.running.job
-        if rq_job.func_name != dispatch.JOB_FUNC:
-            # Not a step job: run it as RQ would, in a thread (perform() runs a coroutine function
-            # with asyncio.run there), under its own RQ timeout.
-            timeout = rq_job.timeout if rq_job.timeout and rq_job.timeout > 0 else None
-            return await asyncio.wait_for(self._in(self.sync, rq_job.perform), timeout)
-        step_id = int(rq_job.args[0])
-        claim = await self._claim(job, step_id)
-        ran = 0
-        while claim is not None:
-            job.claim = claim
-            runtime.current_step.set(claim)  # this task's log lines name the step
-            outcome = await self._attempt(job, claim)
-            if outcome is None:
-                await self._in(self.db, runtime.release_step, claim, RELEASE_REASON)
-                job.released = True
-                return ran
-            ran += 1
-            # Committed with the other outcomes of these few milliseconds (a dropped connection
-            # is retried while the lease holds, so the call's result is not thrown away).
-            await self.commits.finish(claim, outcome)
-            claim = None  # no inline successor on this queue (ALLOW_INLINE)
-        job.claim = None
-        return ran
-
-    # A claim the database fails (away, or refusing writes) takes nothing: the steps stay queued for the
-    # reconciler, and the failure is logged once per episode with the workers' (runtime/loop.py).
-    def _claim_all(self, step_ids: list[int]) -> asyncio.Future[list[runtime.Claim]]:
-        return self._in(self.db, runtime.claim_steps_quietly, step_ids, self.name)
-
-    async def _claim(self, job: _InFlight, step_id: int) -> runtime.Claim | None:
-        if job.claims is not None:
-            try:
-                claims = await asyncio.shield(job.claims)
-            except Exception:  # noqa: BLE001 - the round's claim failed: this job claims its own step
-                log.exception("ai consumer %s: claiming a round of jobs failed; claiming step %s alone",
-                              self.name, step_id)
-            else:
-                # Not among them: someone else has it, or it is no longer due (as claim_step says).
-                return next((claim for claim in claims if claim.step.pk == step_id), None)
-        return await self._in(self.db, runtime.claim_step_quietly, step_id, self.name)
-
-    async def _attempt(self, job: _InFlight, claim: runtime.Claim) -> runtime.Outcome | None:
-        """One attempt of a claimed step, as runtime.run_claimed runs it; None when the consumer is
-        stopping and the call was cancelled (or not started): the step is then released."""
-        timeout = runtime.timeout_for(claim)
-        kind = claim.kind
-        handler: asyncio.Future[Any] | None = None
-        partials: live_partial.PartialThrottle | None = None
-        metrics.LLM_IN_FLIGHT.inc()
-        try:
-            # The config's templates render inside the step's time limit, as in run_claimed.
-            async with asyncio.timeout(timeout):
-                call = await self._in(self.db, runtime.build_call, claim)
-                # A streaming llm node's partial replies go to the live view, throttled.
-                partials = live_partial.attach(call, claim.instance.pk, claim.step.pk)
-                if self._releasing:
-                    return None
-                if kind.is_async:
-                    handler = asyncio.ensure_future(kind.arun(call))
-                else:
-                    handler = self._in(self.sync, kind.run, call)
-                job.handler = handler
-                result = await handler
-        except TimeoutError:
-            # time_limit's message in the synchronous workers.
-            message = f"step {claim.node.id} exceeded its timeout of {timeout:g} s"
-            return runtime.Outcome(error=StepTimeout(message))
-        except asyncio.CancelledError:
-            task = asyncio.current_task()
-            if (self._releasing and handler is not None and handler.cancelled() and task is not None
-                    and not task.cancelling()):
-                return None
-            raise
-        except Exception as exc:  # noqa: BLE001 - a failing node must never take the consumer down
-            return runtime.Outcome(error=runtime.as_step_error(exc))
-        finally:
-            if partials is not None:
-                partials.close()
-            job.handler = None
-            metrics.LLM_IN_FLIGHT.dec()
-        return runtime.Outcome(result=result)
 
     # --- Periodic work --------------------------------------------------------------------------
 
@@ -501,9 +406,7 @@ class AIConsumer:
 
     def _in(self, pool: ThreadPoolExecutor, fn: Callable[..., T], *args: Any,
             **kwargs: Any) -> asyncio.Future[T]:
-        """Run a blocking call in `pool`; awaitable on the loop. The context (current RQ job) goes along."""
-        context = contextvars.copy_context()
-        return asyncio.wrap_future(pool.submit(context.run, fn, *args, **kwargs))
+        return in_pool(pool, fn, *args, **kwargs)
 
     def _book(self, fn: Callable[..., T], *args: Any, **kwargs: Any) -> asyncio.Future[T]:
         """Submit Redis bookkeeping now (submission order is execution order)."""
