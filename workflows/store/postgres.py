@@ -187,8 +187,8 @@ class PostgresStore(SqlStore):
         """A unit written by one statement in autocommit: one round trip, no BEGIN or COMMIT."""
         statement, params = self.unit_statement(unit)
         with connection.wrap_database_errors:
-            cursor = self.cursor()
-            cursor.execute(statement, params, prepare=True)
+            cursor = psycopg.RawCursor(self.raw())
+            cursor.execute(sql.numbered(statement), params, prepare=True)
             row = cursor.fetchone()
         assert row is not None  # the final SELECT returns one row or fails
         for step, pk in zip(unit.new_steps, row[1:], strict=True):

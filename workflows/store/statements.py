@@ -347,6 +347,16 @@ def pg_commit_unit(writes: tuple[str, ...], event_steps: tuple[int, ...]) -> str
     return f"WITH {', '.join(ctes)} SELECT 1 / ({guard}){returned}"
 
 
+@lru_cache(maxsize=64)
+def numbered(statement: str) -> str:
+    """A statement's `%s` placeholders as PostgreSQL's own `$1, $2, ...`, for psycopg's RawCursor,
+    which sends the text as it is: psycopg re-parses the `%s` of a statement with more than 50 params
+    on every execution (its cache takes only smaller ones), ~0.1 ms of the worker's CPU for a step's
+    commit."""
+    parts = statement.split("%s")
+    return "".join(f"{part}${n}" for n, part in enumerate(parts[:-1], start=1)) + parts[-1]
+
+
 def for_sqlite(statement: str) -> str:
     """The SQLite text of a shared statement: `?` placeholders, JSON as text (no casts)."""
     return statement.replace("::jsonb", "").replace("%s", "?").replace(" FOR UPDATE OF i", "").replace(
