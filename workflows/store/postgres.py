@@ -21,6 +21,7 @@ from datetime import datetime
 from typing import Any
 
 import psycopg
+from django.conf import settings
 from django.db import DataError, connection
 
 from workflows.models import StepRun, WorkflowInstance
@@ -31,6 +32,7 @@ from workflows.store.unit import UnitOfWork
 
 log = logging.getLogger("steadyflow.store")
 TRANSACTION_CONTROL = frozenset({"BEGIN", "COMMIT"})
+PREPARE_ONLY_WHEN_ASKED = 2**31 - 1
 RETURNING = frozenset({sql.INSERT_STEP})
 # A unit's writes (after the instance's) by the name statements.pg_commit_unit knows them by.
 ONE_STATEMENT_WRITES = {sql.PG_UPDATE_STEP: "u", sql.INSERT_STEP: "n", sql.CLOSE_REVIEWS: "r", sql.INSERT_DELTA: "d",
@@ -67,6 +69,16 @@ class PostgresStore(SqlStore):
                 payloads.append(compact(unit.event_payload(event)))
                 times.append(unit.now)
         return sql.PG_INSERT_EVENTS, columns
+
+    def raw(self) -> Any:
+        conn = super().raw()
+        if conn.prepare_threshold is None and settings.STEADYFLOW.get("PG_PREPARE", True):
+            # Django leaves psycopg's prepared statements off (threshold None), and psycopg then
+            # ignores `prepare=True` too: every step's commit was parsed and planned again. With a
+            # threshold no statement reaches, only those executed with prepare=True (this store's,
+            # per shape) are prepared; Django's cursors bind client-side and never are.
+            conn.prepare_threshold = PREPARE_ONLY_WHEN_ASKED
+        return conn
 
     def cursor(self) -> psycopg.Cursor[Any]:
         # Server-side binding, so statements can be prepared (Django's own cursors bind client-side).
