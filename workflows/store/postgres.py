@@ -187,7 +187,8 @@ class PostgresStore(SqlStore):
         pk, now = unit.instance.pk, unit.now
         for event in unit.events:
             step = event.step
-            ref = new_steps.get(id(step), -1) if step is not None and step.pk is None else -1
+            # A step without an id yet is one of this unit's new steps (never NULL by mistake).
+            ref = new_steps[id(step)] if step is not None and step.pk is None else -1
             refs.append(ref)
             params += (pk, event.seq, event.type, event.node_id)
             if ref < 0:
