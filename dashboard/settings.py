@@ -305,6 +305,10 @@ STEADYFLOW = {
     # Which store writes the engine's rows: "sql" (hand-written statements per database, the
     # default) or "orm" (the Django ORM: the reference implementation, slower).
     "STORE": env_str("STEADYFLOW_STORE", "sql"),
+    # PostgreSQL: the SQL store's hot statements (a step's commit, the claim, leases) are prepared on
+    # the server once per connection and per shape. Django's own queries are not (client-side binding).
+    # 0 behind a pooler in transaction mode that cannot keep prepared statements.
+    "PG_PREPARE": env_bool("STEADYFLOW_PG_PREPARE", True),
     # Fan-outs: the steps one transition makes due on one queue go out as one job per worker
     # listening there, at most this many steps a job (1 = a job per step).
     "BATCH_MAX": env_int("STEADYFLOW_BATCH_MAX", 20, minimum=1),

@@ -7,8 +7,11 @@ product is patched; the proxy only forwards bytes and, once armed, closes one co
 right moment.
 
 A worker connection arms itself by sending the query `SELECT 'steadyflow-fault:drop-next-commit-ack'`
-(see functions.arm_commit_drop): the next COMMIT on that same connection is forwarded to the
-server, its acknowledgement is swallowed, and both sockets are closed.
+(see functions.arm_commit_drop): the next commit on that same connection is forwarded to the
+server, its acknowledgement is swallowed, and both sockets are closed. A commit is a COMMIT, or a step's
+commit written as one statement in autocommit (statements.pg_commit_unit, a prepared statement: the
+proxy learns its name from the Parse message and sees each execution as a Bind of that name), which
+has committed once the server says it is ready for the next query, outside a transaction.
 
 The client must connect with sslmode=disable (and gssencmode=disable) so the protocol is visible.
 """
@@ -21,6 +24,8 @@ import threading
 import time
 from dataclasses import dataclass, field
 
+from workflows.store import statements
+
 ARM_MARKER = b"steadyflow-fault:drop-next-commit-ack"
 _COMMIT_QUERY = b"COMMIT\x00"
 
@@ -32,6 +37,9 @@ def _is_commit_parse(body: bytes) -> bool:
 
 
 _COMMIT_COMPLETE = b"C\x00\x00\x00\x0bCOMMIT\x00"  # CommandComplete, length 11, tag "COMMIT"
+_IDLE = b"Z\x00\x00\x00\x05I"  # ReadyForQuery, outside a transaction: an autocommit statement committed
+# How every one-statement commit begins (its instance's UPDATE).
+_ONE_STATEMENT_COMMIT = statements.pg_commit_unit((), ()).split(" SET ", 1)[0].encode()
 _SSL_REQUEST = 80877103
 _GSSENC_REQUEST = 80877104
 
@@ -42,6 +50,8 @@ class _Link:
     server: socket.socket
     armed: bool = False
     swallowing: bool = False
+    swallow_until: bytes = _COMMIT_COMPLETE
+    commit_statements: set[bytes] = field(default_factory=set)  # prepared one-statement commits
     closed: threading.Event = field(default_factory=threading.Event)
 
     def close(self) -> None:
@@ -123,11 +133,19 @@ class CommitAckDropper:
                 kind = header[:1]
                 (length,) = struct.unpack("!i", header[1:])
                 body = self._read_exact(link.client, length - 4)
+                if kind == b"P" and _ONE_STATEMENT_COMMIT in body:
+                    link.commit_statements.add(body.split(b"\x00", 1)[0])
                 if kind in (b"Q", b"P") and ARM_MARKER in body:
                     link.armed = True
                 elif link.armed and (kind == b"Q" and body == _COMMIT_QUERY or kind == b"P" and _is_commit_parse(body)):
                     # A COMMIT sent as a simple query, or in the extended protocol (a pipeline).
                     link.armed = False
+                    link.swallow_until = _COMMIT_COMPLETE
+                    link.swallowing = True
+                elif link.armed and kind == b"B" and body.split(b"\x00", 2)[1] in link.commit_statements:
+                    # A one-statement commit executed: committed once the server is idle again.
+                    link.armed = False
+                    link.swallow_until = _IDLE
                     link.swallowing = True
                 link.server.sendall(header + body)
         except (OSError, ConnectionError):
@@ -143,10 +161,10 @@ class CommitAckDropper:
                 if not chunk:
                     return
                 if link.swallowing:
-                    # The server is answering the armed COMMIT: once it says COMMIT is complete the
+                    # The server is answering the armed commit: once it says it is complete the
                     # transaction is durable; the client never hears it.
                     buffered += chunk
-                    if _COMMIT_COMPLETE in buffered:
+                    if link.swallow_until in buffered:
                         with self._lock:
                             self.dropped_acks += 1
                             self._refuse_until = time.monotonic() + self.blackout_s

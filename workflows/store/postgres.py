@@ -2,11 +2,15 @@
 one statement (statements.PG_CLAIM_BATCH), every lease of a worker extended in one, and a step's
 outcome committed in one round trip when the worker holds the instance as it last committed it.
 
-That last one: BEGIN, the instance's UPDATE guarded by the event seq the decision was made on (it
-takes the row lock, and fails unless nothing moved the instance since), the step writes guarded by
-status and lease token, the inserts, the checkpoint and COMMIT, all in one pipeline. A failed guard
-aborts the transaction; the store then takes the lock and the runtime decides again (the general
-path: the lock with the lease check in one SELECT, then the writes and COMMIT).
+That last one is ONE statement in autocommit (statements.pg_commit_unit): the instance's UPDATE
+guarded by the event seq the decision was made on (it takes the row lock, and fails unless nothing
+moved the instance since), the step writes guarded by status and lease token, the inserts, the events,
+the delta and the checkpoint, each gated on the instance's UPDATE. Measured on W1 against the pipeline
+of BEGIN, 5 statements and COMMIT it replaced: database CPU per step 1.33 -> 1.13 ms, worker CPU
+1.85 -> 1.53 ms. A group of several instances' units is BEGIN, their writes and COMMIT in one pipeline.
+A failed guard fails the statement (or aborts the group's transaction); the store then takes the lock
+and the runtime decides again (the general path: the lock with the lease check in one SELECT, then the
+writes and COMMIT).
 """
 
 from __future__ import annotations
@@ -17,6 +21,7 @@ from datetime import datetime
 from typing import Any
 
 import psycopg
+from django.conf import settings
 from django.db import DataError, connection
 
 from workflows.models import StepRun, WorkflowInstance
@@ -27,7 +32,11 @@ from workflows.store.unit import UnitOfWork
 
 log = logging.getLogger("steadyflow.store")
 TRANSACTION_CONTROL = frozenset({"BEGIN", "COMMIT"})
+PREPARE_ONLY_WHEN_ASKED = 2**31 - 1
 RETURNING = frozenset({sql.INSERT_STEP})
+# A unit's writes (after the instance's) by the name statements.pg_commit_unit knows them by.
+ONE_STATEMENT_WRITES = {sql.PG_UPDATE_STEP: "u", sql.INSERT_STEP: "n", sql.CLOSE_REVIEWS: "r", sql.INSERT_DELTA: "d",
+                        sql.INSERT_CHECKPOINT: "c"}
 
 
 class PostgresStore(SqlStore):
@@ -60,6 +69,16 @@ class PostgresStore(SqlStore):
                 payloads.append(compact(unit.event_payload(event)))
                 times.append(unit.now)
         return sql.PG_INSERT_EVENTS, columns
+
+    def raw(self) -> Any:
+        conn = super().raw()
+        if conn.prepare_threshold is None and settings.STEADYFLOW.get("PG_PREPARE", True):
+            # Django leaves psycopg's prepared statements off (threshold None), and psycopg then
+            # ignores `prepare=True` too: every step's commit was parsed and planned again. With a
+            # threshold no statement reaches, only those executed with prepare=True (this store's,
+            # per shape) are prepared; Django's cursors bind client-side and never are.
+            conn.prepare_threshold = PREPARE_ONLY_WHEN_ASKED
+        return conn
 
     def cursor(self) -> psycopg.Cursor[Any]:
         # Server-side binding, so statements can be prepared (Django's own cursors bind client-side).
@@ -155,16 +174,56 @@ class PostgresStore(SqlStore):
             mark_spent(fresh)
         return [self.finish(r.instance_id, r.leases, r.decide) for r in requests]
 
+    def unit_statement(self, unit: UnitOfWork) -> tuple[str, list[Any]]:
+        """One unit's writes as one statement (statements.pg_commit_unit) and its params."""
+        batch, _ = self.unit_batch(unit, events=False)
+        params: list[Any] = list(batch[0][1])
+        writes = []
+        for statement, values in batch[1:]:
+            writes.append(ONE_STATEMENT_WRITES[statement])
+            params += values
+        new_steps = {id(step): n for n, step in enumerate(unit.new_steps)}
+        refs = []
+        pk, now = unit.instance.pk, unit.now
+        for event in unit.events:
+            step = event.step
+            # A step without an id yet is one of this unit's new steps (never NULL by mistake).
+            ref = new_steps[id(step)] if step is not None and step.pk is None else -1
+            refs.append(ref)
+            params += (pk, event.seq, event.type, event.node_id)
+            if ref < 0:
+                params.append(step.pk if step is not None else None)
+            params += (compact(unit.event_payload(event)), now)
+        return sql.pg_commit_unit(tuple(writes), tuple(refs)), params
+
+    def _commit_one_statement(self, unit: UnitOfWork) -> None:
+        """A unit written by one statement in autocommit: one round trip, no BEGIN or COMMIT."""
+        statement, params = self.unit_statement(unit)
+        with connection.wrap_database_errors:
+            cursor = psycopg.RawCursor(self.raw())
+            cursor.execute(sql.numbered(statement), params, prepare=True)
+            row = cursor.fetchone()
+        assert row is not None  # the final SELECT returns one row or fails
+        for step, pk in zip(unit.new_steps, row[1:], strict=True):
+            step.pk = pk
+            step._state.adding = False
+            step._state.db = connection.alias
+
     def _commit_unlocked(self, units: UnitOfWork | list[UnitOfWork]) -> bool:
-        """BEGIN, the units' guarded writes and COMMIT in one round trip. False (rolled back) when a
-        guard failed: an instance or a step moved on while the runtime decided."""
+        """The units' guarded writes, committed in one round trip: one unit as one statement in
+        autocommit, several as BEGIN, their writes and COMMIT in one pipeline. False (rolled back) when
+        a guard failed: an instance or a step moved on while the runtime decided."""
         units = units if isinstance(units, list) else [units]
-        writes, spans = self.units_batch(units, first=1)
-        batch: list[tuple[str, Sequence[Any]]] = [("BEGIN", ()), *writes]
         conn = self.raw()
+        one = len(units) == 1 and not conn.info.transaction_status
         try:
-            with connection.wrap_database_errors:
-                cursors = self.run_batch([*batch, ("COMMIT", ())])
+            if one:
+                self._commit_one_statement(units[0])
+            else:
+                writes, spans = self.units_batch(units, first=1)
+                batch: list[tuple[str, Sequence[Any]]] = [("BEGIN", ()), *writes]
+                with connection.wrap_database_errors:
+                    cursors = self.run_batch([*batch, ("COMMIT", ())])
         except Exception as exc:  # noqa: BLE001 - any failure: roll back, the locked path decides
             status = conn.info.transaction_status
             if status not in (psycopg.pq.TransactionStatus.IDLE, psycopg.pq.TransactionStatus.UNKNOWN):
@@ -176,6 +235,9 @@ class PostgresStore(SqlStore):
             if not isinstance(cause, (psycopg.errors.DivisionByZero, psycopg.errors.DeadlockDetected)):
                 raise
             return False
+        if one:
+            self.remember_context(units[0])
+            return True
         for unit, (first, steps) in zip(units, spans, strict=True):
             self._check_steps(unit, cursors[first:first + steps])
             self.remember_context(unit)

@@ -7,7 +7,7 @@ from collections.abc import Callable
 from typing import Any, TypeVar
 
 from django.conf import settings
-from django.db import close_old_connections
+from django.db import close_old_connections, connections
 from rq import SimpleWorker, Worker, worker_registration
 from rq.exceptions import StopRequested
 from rq.worker import BaseWorker, WorkerStatus
@@ -228,6 +228,13 @@ class StepWorker(_FairPriorities, _RidesOutRedisOutages, _DjangoConnections, Sim
 
 class ForkingStepWorker(_FairPriorities, _RidesOutRedisOutages, _DjangoConnections, Worker):
     """Forks a work horse per job: slower, but a crashing handler only kills the horse."""
+
+    def fork_work_horse(self, job: Any, queue: Any) -> None:
+        # Each horse opens its own database connection: one the worker held would be a single server
+        # session in two processes, and its prepared statements (named per process by psycopg, from
+        # _pg3_0) would collide with those an earlier horse left in it.
+        connections.close_all()
+        super().fork_work_horse(job, queue)
 
 
 def make_worker(worker_class: type[W], queues: list[Any], name: str | None = None) -> W:
