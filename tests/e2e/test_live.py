@@ -122,7 +122,9 @@ def _click_until_shown(page: Any, node: str, shown: str) -> None:
         # wants the node's runs read afresh.)
         if clicked and page.evaluate(shown, node):
             return
-        page.evaluate("(id) => { const cy = steadyflowLive.cy; cy.zoom(Math.max(cy.zoom(), 1));"
+        # resize(): Cytoscape caches where its canvas is; controls shown above it (a failed run's retry
+        # button) move it, and a click is then mapped to the old place (CI: taps landed on the background).
+        page.evaluate("(id) => { const cy = steadyflowLive.cy; cy.resize(); cy.zoom(Math.max(cy.zoom(), 1));"
                       " cy.center(cy.getElementById(id)); }", node)
         before = node_center(page, node)
         page.wait_for_timeout(100)
