@@ -122,9 +122,7 @@ def _click_until_shown(page: Any, node: str, shown: str) -> None:
         # wants the node's runs read afresh.)
         if clicked and page.evaluate(shown, node):
             return
-        # resize(): Cytoscape caches where its canvas is; controls shown above it (a failed run's retry
-        # button) move it, and a click is then mapped to the old place (CI: taps landed on the background).
-        page.evaluate("(id) => { const cy = steadyflowLive.cy; cy.resize(); cy.zoom(Math.max(cy.zoom(), 1));"
+        page.evaluate("(id) => { const cy = steadyflowLive.cy; cy.zoom(Math.max(cy.zoom(), 1));"
                       " cy.center(cy.getElementById(id)); }", node)
         before = node_center(page, node)
         page.wait_for_timeout(100)
@@ -275,6 +273,27 @@ def test_an_operator_retries_a_failed_step_from_the_page(
     news = instance.steps.get(node_id="news")
     assert (news.visit, news.attempt, news.status) == (1, 2, "succeeded")
     assert page.evaluate("window.__notReloaded") is True
+    assert page.js_errors == []
+
+
+def test_a_click_lands_on_its_node_after_the_header_grows(daphne_page: Any, login: Any, operator: Any,
+                                                          research_server: str) -> None:
+    """Cytoscape caches where its canvas is on the page; when the header above it grows (a failed run's
+    error line) the canvas moves without changing size, and a click must still reach the node under it."""
+    page = daphne_page
+    login(page, operator)
+    instance = start_research(research_server)  # no worker: it stays running
+    open_instance(page, instance)
+    shown = "(id) => document.getElementById('insp-title').textContent.startsWith(id + ' ')"
+    page.mouse.click(*node_center(page, "start"))  # Cytoscape measures its canvas on this first click
+    page.wait_for_function(shown, arg="start", timeout=5_000)
+    box = page.locator("#cy").bounding_box()
+    page.evaluate("() => { const e = document.getElementById('inst-error'); e.textContent = 'the run failed';"
+                  " e.style.minHeight = '160px'; e.hidden = false; }")
+    page.evaluate("() => new Promise((done) => requestAnimationFrame(() => requestAnimationFrame(done)))")
+    assert page.locator("#cy").bounding_box()["y"] >= box["y"] + 150  # the canvas moved down
+    page.mouse.click(*node_center(page, "plan"))
+    page.wait_for_function(shown, arg="plan", timeout=5_000)
     assert page.js_errors == []
 
 

@@ -89,6 +89,11 @@ page.act = (...args) => page.actions.act(...args);
 page.actions = createActions(page);
 page.timeline = createTimeline(page);
 const { cy } = page.canvas;
+// Cytoscape caches where its canvas is on the page. What sits above it changes height without resizing it
+// (the header's error line when a run fails, the decision panel), and a click would then be mapped to where
+// the canvas was: told of each such change, it measures again.
+const aboveGraph = new ResizeObserver(() => cy.resize());
+[document.querySelector(".live-head"), $("review")].forEach((el) => el && aboveGraph.observe(el));
 cy.on("tap", "node", (e) => page.inspector.select(e.target.id()));
 cy.on("tap", (e) => { if (e.target === cy) page.inspector.select(null); });
 bindGraphKeys($("cy"), cy, (id) => page.inspector.select(id));
