@@ -47,11 +47,8 @@ class PostgresStore(SqlStore):
     def instance_guard(self, unit: UnitOfWork) -> tuple[Any, ...]:
         return (unit.loaded_seq,)
 
-    # Every unit's events of a batch go in one statement, after all of the batch's step writes.
-    combines_events = True
-
-    def events_of(self, units: list[UnitOfWork]) -> tuple[str, Sequence[Any]]:
-        """The units' events as parallel arrays: one prepared statement for any number of rows."""
+    def events_statements(self, units: list[UnitOfWork]) -> list[tuple[str, Sequence[Any]]]:
+        """Every unit's events as parallel arrays: one prepared statement for any number of rows."""
         columns: tuple[list[Any], ...] = ([], [], [], [], [], [], [], [], [])
         instances, seqs, types, nodes, step_ids, step_nodes, visits, payloads, times = columns
         for unit in units:
@@ -68,7 +65,7 @@ class PostgresStore(SqlStore):
                 visits.append(step.visit if step is not None and new else None)
                 payloads.append(compact(unit.event_payload(event)))
                 times.append(unit.now)
-        return sql.PG_INSERT_EVENTS, columns
+        return [(sql.PG_INSERT_EVENTS, columns)] if instances else []
 
     def raw(self) -> Any:
         conn = super().raw()
@@ -176,7 +173,7 @@ class PostgresStore(SqlStore):
 
     def unit_statement(self, unit: UnitOfWork) -> tuple[str, list[Any]]:
         """One unit's writes as one statement (statements.pg_commit_unit) and its params."""
-        batch, _ = self.unit_batch(unit, events=False)
+        batch, _ = self.unit_batch(unit)
         params: list[Any] = list(batch[0][1])
         writes = []
         for statement, values in batch[1:]:

@@ -212,11 +212,11 @@ class SqlStore(OrmStore):
                            payload, now)
         return sql.insert_events(tuple(of_new_steps)), params
 
-    # PostgreSQL writes the events of every unit of a batch with one statement (events_of).
-    combines_events = False
-
-    def events_of(self, units: list[UnitOfWork]) -> tuple[str, Sequence[Any]]:
-        raise NotImplementedError
+    def events_statements(self, units: list[UnitOfWork]) -> list[tuple[str, Sequence[Any]]]:
+        """The units' events, after every step write of the batch (an event of a new step finds its id
+        by the step's unique key): one multi-row INSERT per unit here; PostgreSQL overrides with one
+        statement for all of them."""
+        return [self.events_statement(unit, self.ts(unit.now)) for unit in units if unit.events]
 
     def units_batch(self, units: list[UnitOfWork], first: int = 0) -> tuple[list[tuple[str, Sequence[Any]]],
                                                                             list[tuple[int, int]]]:
@@ -225,18 +225,17 @@ class SqlStore(OrmStore):
         batch: list[tuple[str, Sequence[Any]]] = []
         spans = []
         for unit in units:
-            statements, steps = self.unit_batch(unit, events=not self.combines_events)
+            statements, steps = self.unit_batch(unit)
             # Each unit's batch: the instance's UPDATE, then its step writes (new steps' ids).
             spans.append((first + len(batch) + 1, steps))
             batch += statements
-        if self.combines_events and any(unit.events for unit in units):
-            batch.append(self.events_of(units))
+        batch += self.events_statements(units)
         return batch, spans
 
-    def unit_batch(self, unit: UnitOfWork, *, events: bool = True) -> tuple[list[tuple[str, Sequence[Any]]], int]:
-        """The statements that write a unit (the instance first: its lock comes before any step's),
-        and how many of them, after the first, are its step writes (checked once they ran).
-        `events`: False leaves its events to the caller (units_batch)."""
+    def unit_batch(self, unit: UnitOfWork) -> tuple[list[tuple[str, Sequence[Any]]], int]:
+        """The statements that write a unit but its events (the instance first: its lock comes before
+        any step's), and how many of them, after the first, are its step writes (checked once they ran).
+        Its events: events_statements, after a whole batch's step writes."""
         inst = unit.instance
         inst.updated_at = unit.now
         state_json = canonical(inst.state)
@@ -260,8 +259,6 @@ class SqlStore(OrmStore):
         now = self.ts(unit.now)
         if unit.close_reviews:
             batch.append((sql.CLOSE_REVIEWS, (now, inst.pk)))
-        if unit.events and events:
-            batch.append(self.events_statement(unit, now))
         if delta_text is not None:
             seq = unit.delta_seq()
             batch.append((sql.INSERT_DELTA, (inst.pk, seq, delta_text, deltas.checksum_text(seq, delta_text), now)))
