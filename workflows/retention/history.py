@@ -100,27 +100,34 @@ def kept_deltas(snapshots: list[Checkpoint]) -> Q:
     return kept
 
 
-def history_rows(model: type[models.Model], fk: str, ids: list[int]) -> models.QuerySet[Any]:
+def history_rows(model: type[models.Model], fk: str, ids: list[int],
+                 kept: list[Checkpoint] | None = None) -> models.QuerySet[Any]:
+    """The history rows of `ids` in `model`, but the snapshots `kept` (kept_snapshots(ids), read once by a
+    caller that asks for several tables) and the deltas they refer to."""
     rows = model._base_manager.filter(**{f"{fk}_id__in": ids})
-    if model is Checkpoint:
-        return rows.exclude(pk__in=[snapshot.pk for snapshot in kept_snapshots(ids)])
-    if model is StateDelta:
-        return rows.exclude(kept_deltas(kept_snapshots(ids)))
+    if model is Checkpoint or model is StateDelta:
+        kept = kept_snapshots(ids) if kept is None else kept
+        if model is Checkpoint:
+            return rows.exclude(pk__in=[snapshot.pk for snapshot in kept])
+        return rows.exclude(kept_deltas(kept))
     return rows
 
 
 def has_history(ids: list[int]) -> set[int]:
     with_rows: set[int] = set()
+    kept = kept_snapshots(ids)
     for model, fk in history_models():
-        with_rows.update(history_rows(model, fk, ids).order_by().values_list(f"{fk}_id", flat=True).distinct())
+        with_rows.update(history_rows(model, fk, ids, kept).order_by().values_list(f"{fk}_id", flat=True)
+                         .distinct())
     return with_rows
 
 
 def row_counts(ids: list[int]) -> dict[int, int]:
     """History rows per instance (over every history table)."""
     counts: dict[int, int] = dict.fromkeys(ids, 0)
+    kept = kept_snapshots(ids)
     for model, fk in history_models():
-        for instance_id, n in (history_rows(model, fk, ids).order_by()
+        for instance_id, n in (history_rows(model, fk, ids, kept).order_by()
                                .values_list(f"{fk}_id").annotate(n=Count("pk"))):
             counts[instance_id] += n
     return counts
@@ -202,8 +209,9 @@ def delete_history(ids: list[int], limit: datetime, *, dry_run: bool = False) ->
         eligible = sorted(set(locked) - protected(locked))
         if not eligible:
             return [], counts
+        kept = kept_snapshots(eligible)  # before any row goes
         for model, fk in history_models():
-            rows = history_rows(model, fk, eligible)
+            rows = history_rows(model, fk, eligible, kept)
             if dry_run:
                 counts[model._meta.label_lower] = rows.count()
             else:
